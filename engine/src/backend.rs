@@ -1,0 +1,272 @@
+//! The operations a model needs, implemented twice: by [`crate::cpu::CpuBackend`] (the
+//! kernels' plain-Rust references) and by [`crate::gpu::GpuContext`] (the WGSL kernels).
+//! Tests run one body against both and compare with an f64 oracle.
+//!
+//! Buffers are flat arrays of 4-byte words (f32 unless an op says otherwise); every op
+//! checks the lengths it is given and writes into a caller-provided output, so a model
+//! preallocates its run state once.
+
+use crate::error::{shape_err, Result};
+use crate::quant::Q4Matrix;
+
+/// Which 4-bit matmul kernel to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatmulKernel {
+    /// Matrix-vector form for a few rows of activations (decode).
+    Gemv,
+    /// Tiled matrix-matrix form (prefill).
+    Gemm,
+}
+
+/// Shape of a RoPE call on `x[tokens][heads][head_dim]`.
+#[derive(Clone, Copy, Debug)]
+pub struct RopeShape {
+    /// Tokens in the batch.
+    pub tokens: usize,
+    /// Heads per token.
+    pub heads: usize,
+    /// Dimension of each head.
+    pub head_dim: usize,
+    /// Rotated dimensions (first `rot_dim` of each head; `head_dim` for full rotary).
+    pub rot_dim: usize,
+    /// Position of the first token.
+    pub pos0: usize,
+}
+
+/// Shape of an attention call: queries `q[tokens][heads][head_dim]` at positions
+/// `pos0..pos0+tokens` against caches `k, v[ctx][kv_heads][head_dim]` holding
+/// positions `0..pos0+tokens`. Causal: query `t` sees keys `0..=pos0+t`.
+#[derive(Clone, Copy, Debug)]
+pub struct AttnShape {
+    /// Query tokens.
+    pub tokens: usize,
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads (`heads % kv_heads == 0`).
+    pub kv_heads: usize,
+    /// Head dimension.
+    pub head_dim: usize,
+    /// Position of the first query.
+    pub pos0: usize,
+    /// Capacity of the caches in positions.
+    pub ctx: usize,
+    /// Score scale, usually `head_dim^-0.5`.
+    pub scale: f32,
+}
+
+/// What sampling reads back from the logits: the top `k` candidates and, optionally,
+/// the softmax normaliser at a temperature.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Selection {
+    /// `(token, logit)` best first; ties go to the lower token id.
+    pub top: Vec<(u32, f32)>,
+    /// `sum_i exp((logit_i - max) * inv_temp)` over the whole vocabulary, if asked for.
+    pub sum_exp: Option<f64>,
+}
+
+/// Length in 4-byte elements, for shape checks.
+pub trait BufferLen {
+    /// Number of 4-byte elements.
+    fn len(&self) -> usize;
+    /// True when empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The op set. See the module documentation.
+#[allow(async_fn_in_trait)]
+pub trait Backend {
+    /// A device buffer of 4-byte elements.
+    type Buffer: Clone + BufferLen;
+    /// A device-resident LQ4 matrix.
+    type Q4;
+
+    /// The adapter or implementation, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) [Vulkan, Cpu]`.
+    fn describe(&self) -> String;
+    /// A zeroed buffer of `len` elements.
+    fn alloc(&self, label: &str, len: usize) -> Result<Self::Buffer>;
+    /// A buffer holding `data`.
+    fn upload(&self, label: &str, data: &[f32]) -> Result<Self::Buffer>;
+    /// Overwrites the start of `buf` with `data` (ordered after ops already recorded).
+    fn write(&self, buf: &Self::Buffer, data: &[f32]) -> Result<()>;
+    /// An LQ4 matrix on the device.
+    fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<Self::Q4>;
+    /// Shape `(rows, cols)` of a device LQ4 matrix.
+    fn q4_shape(&self, w: &Self::Q4) -> (usize, usize);
+    /// Reads `len` elements at `offset`, after every op recorded so far.
+    async fn read(&self, buf: &Self::Buffer, offset: usize, len: usize) -> Result<Vec<f32>>;
+
+    /// `out[m][n] = sum_k x[m][k] * W[n][k]` for LQ4 `W[N][K]`.
+    fn q4_matmul(
+        &self,
+        x: &Self::Buffer,
+        w: &Self::Q4,
+        out: &Self::Buffer,
+        m: usize,
+        kernel: MatmulKernel,
+    ) -> Result<()>;
+    /// `out[r] = x[r] / rms(x[r]) * (weight + weight_offset)` (offset 1 for Qwen3.5's `(1 + w)`).
+    #[allow(clippy::too_many_arguments)]
+    fn rms_norm(
+        &self,
+        x: &Self::Buffer,
+        weight: &Self::Buffer,
+        out: &Self::Buffer,
+        rows: usize,
+        dim: usize,
+        eps: f32,
+        weight_offset: f32,
+    ) -> Result<()>;
+    /// Rotates `x` in place (rotate-half / NeoX pairing `(i, i + rot_dim/2)`) with a
+    /// `[positions][rot_dim/2][cos, sin]` table (see [`rope_table`]).
+    fn rope(&self, x: &Self::Buffer, table: &Self::Buffer, shape: RopeShape) -> Result<()>;
+    /// Causal grouped-query attention of `q` over the caches into `out[tokens][heads][head_dim]`.
+    fn attention(
+        &self,
+        q: &Self::Buffer,
+        k_cache: &Self::Buffer,
+        v_cache: &Self::Buffer,
+        out: &Self::Buffer,
+        shape: AttnShape,
+    ) -> Result<()>;
+    /// `out[i] = silu(gate[i]) * up[i]` for `i < n`.
+    fn silu_mul(
+        &self,
+        gate: &Self::Buffer,
+        up: &Self::Buffer,
+        out: &Self::Buffer,
+        n: usize,
+    ) -> Result<()>;
+    /// `acc[i] += x[i]` for `i < n` (the residual add).
+    fn add_assign(&self, acc: &Self::Buffer, x: &Self::Buffer, n: usize) -> Result<()>;
+    /// Row-wise softmax of `x[rows][cols]` into `out`.
+    fn softmax(&self, x: &Self::Buffer, out: &Self::Buffer, rows: usize, cols: usize)
+        -> Result<()>;
+    /// Gathers and dequantizes rows `ids` of an LQ4 table into `out[ids.len()][cols]`.
+    fn embed_q4(&self, ids: &[u32], table: &Self::Q4, out: &Self::Buffer) -> Result<()>;
+    /// Copies `len` elements (e.g. new keys into the KV cache).
+    fn copy(
+        &self,
+        src: &Self::Buffer,
+        src_offset: usize,
+        dst: &Self::Buffer,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()>;
+    /// Top-`k` of `logits[0..n]` and optionally the softmax normaliser at `1/inv_temp`:
+    /// reads back only `k` pairs and a few partial sums, never the whole vocabulary.
+    async fn select(
+        &self,
+        logits: &Self::Buffer,
+        n: usize,
+        k: usize,
+        inv_temp: Option<f32>,
+    ) -> Result<Selection>;
+}
+
+/// Largest `k` that [`Backend::select`] accepts.
+pub const MAX_TOP_K: usize = 64;
+
+/// Precomputes the RoPE table `[positions][rot_dim/2][cos, sin]` exactly as Hugging Face
+/// computes it: `inv_freq = 1 / theta^(2i/rot_dim)` and `angle = pos * inv_freq` in f32,
+/// then `cos`/`sin` (done in f64 here and rounded, i.e. correctly rounded f32). Computing it on
+/// the host avoids WGSL's unspecified `sin`/`cos` precision outside `[-pi, pi]`.
+pub fn rope_table(theta: f32, rot_dim: usize, positions: usize) -> Vec<f32> {
+    let half = rot_dim / 2;
+    let inv: Vec<f32> = (0..half)
+        .map(|i| 1.0f32 / theta.powf((2 * i) as f32 / rot_dim as f32))
+        .collect();
+    let mut t = Vec::with_capacity(positions * half * 2);
+    for p in 0..positions {
+        for &f in &inv {
+            let a = (p as f32 * f) as f64;
+            t.push(a.cos() as f32);
+            t.push(a.sin() as f32);
+        }
+    }
+    t
+}
+
+/// Fails unless `buf` holds at least `need` elements.
+pub(crate) fn need_len<B: BufferLen>(op: &'static str, what: &str, buf: &B, need: usize) -> Result<()> {
+    if buf.len() < need {
+        return Err(shape_err(
+            op,
+            format!("{what} holds {} elements, needs {need}", buf.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Shared shape validation, so both backends reject exactly the same calls.
+pub(crate) mod check {
+    use super::*;
+
+    pub fn q4_matmul<B: BufferLen>(x: &B, out: &B, rows: usize, cols: usize, m: usize) -> Result<()> {
+        if m == 0 {
+            return Err(shape_err("q4_matmul", "zero activation rows"));
+        }
+        need_len("q4_matmul", &format!("x [{m}, {cols}]"), x, m * cols)?;
+        need_len("q4_matmul", &format!("out [{m}, {rows}]"), out, m * rows)
+    }
+
+    pub fn rms_norm<B: BufferLen>(x: &B, w: &B, out: &B, rows: usize, dim: usize) -> Result<()> {
+        if dim == 0 {
+            return Err(shape_err("rms_norm", "zero dimension"));
+        }
+        need_len("rms_norm", &format!("x [{rows}, {dim}]"), x, rows * dim)?;
+        need_len("rms_norm", &format!("weight [{dim}]"), w, dim)?;
+        need_len("rms_norm", &format!("out [{rows}, {dim}]"), out, rows * dim)
+    }
+
+    pub fn rope<B: BufferLen>(x: &B, table: &B, s: RopeShape) -> Result<()> {
+        if s.rot_dim % 2 != 0 || s.rot_dim > s.head_dim || s.rot_dim == 0 {
+            return Err(shape_err(
+                "rope",
+                format!("rot_dim {} must be even, positive and <= head_dim {}", s.rot_dim, s.head_dim),
+            ));
+        }
+        need_len("rope", "x", x, s.tokens * s.heads * s.head_dim)?;
+        need_len(
+            "rope",
+            &format!("table for positions up to {}", s.pos0 + s.tokens),
+            table,
+            (s.pos0 + s.tokens) * s.rot_dim,
+        )
+    }
+
+    pub fn attention<B: BufferLen>(q: &B, k: &B, v: &B, out: &B, s: AttnShape) -> Result<()> {
+        if s.kv_heads == 0 || s.heads % s.kv_heads != 0 {
+            return Err(shape_err(
+                "attention",
+                format!("{} query heads are not a multiple of {} kv heads", s.heads, s.kv_heads),
+            ));
+        }
+        if s.head_dim == 0 || s.head_dim > 256 {
+            return Err(shape_err("attention", format!("head_dim {} not in 1..=256", s.head_dim)));
+        }
+        if s.pos0 + s.tokens > s.ctx {
+            return Err(shape_err(
+                "attention",
+                format!("positions up to {} exceed the cache of {}", s.pos0 + s.tokens, s.ctx),
+            ));
+        }
+        let qn = s.tokens * s.heads * s.head_dim;
+        need_len("attention", "q", q, qn)?;
+        need_len("attention", "out", out, qn)?;
+        let kvn = s.ctx * s.kv_heads * s.head_dim;
+        need_len("attention", "k_cache", k, kvn)?;
+        need_len("attention", "v_cache", v, kvn)
+    }
+
+    pub fn select<B: BufferLen>(logits: &B, n: usize, k: usize) -> Result<()> {
+        if k == 0 || k > MAX_TOP_K || k > n {
+            return Err(shape_err(
+                "select",
+                format!("k = {k} must be in 1..={} and <= n = {n}", MAX_TOP_K),
+            ));
+        }
+        need_len("select", "logits", logits, n)
+    }
+}

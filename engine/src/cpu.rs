@@ -1,0 +1,158 @@
+//! [`Backend`] on the CPU: the kernels' plain-Rust references behind the same op set, used by
+//! tests and as the fallback where no GPU adapter exists.
+
+use std::sync::{Arc, RwLock};
+
+use crate::backend::{check, need_len, AttnShape, Backend, BufferLen, MatmulKernel, RopeShape, Selection};
+use crate::error::{shape_err, Result};
+use crate::kernels;
+use crate::quant::Q4Matrix;
+
+/// A host buffer shared by handle, like a device buffer.
+#[derive(Clone, Debug)]
+pub struct CpuBuffer(Arc<RwLock<Vec<f32>>>);
+
+impl BufferLen for CpuBuffer {
+    fn len(&self) -> usize {
+        self.0.read().map(|v| v.len()).unwrap_or(0)
+    }
+}
+
+impl CpuBuffer {
+    fn get(&self) -> std::sync::RwLockReadGuard<'_, Vec<f32>> {
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+    fn get_mut(&self) -> std::sync::RwLockWriteGuard<'_, Vec<f32>> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The CPU backend.
+#[derive(Clone, Debug, Default)]
+pub struct CpuBackend;
+
+fn no_alias(op: &'static str, out: &CpuBuffer, inputs: &[&CpuBuffer]) -> Result<()> {
+    if inputs.iter().any(|i| Arc::ptr_eq(&i.0, &out.0)) {
+        return Err(shape_err(op, "the output buffer is also an input"));
+    }
+    Ok(())
+}
+
+impl Backend for CpuBackend {
+    type Buffer = CpuBuffer;
+    type Q4 = Arc<Q4Matrix>;
+
+    fn describe(&self) -> String {
+        "cpu (plain-Rust kernel references)".into()
+    }
+
+    fn alloc(&self, _label: &str, len: usize) -> Result<CpuBuffer> {
+        Ok(CpuBuffer(Arc::new(RwLock::new(vec![0.0; len]))))
+    }
+
+    fn upload(&self, _label: &str, data: &[f32]) -> Result<CpuBuffer> {
+        Ok(CpuBuffer(Arc::new(RwLock::new(data.to_vec()))))
+    }
+
+    fn write(&self, buf: &CpuBuffer, data: &[f32]) -> Result<()> {
+        need_len("write", "destination", buf, data.len())?;
+        buf.get_mut()[..data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<Arc<Q4Matrix>> {
+        m.validate(label)?;
+        Ok(Arc::new(m.clone()))
+    }
+
+    fn q4_shape(&self, w: &Arc<Q4Matrix>) -> (usize, usize) {
+        (w.rows, w.cols)
+    }
+
+    async fn read(&self, buf: &CpuBuffer, offset: usize, len: usize) -> Result<Vec<f32>> {
+        need_len("read", "buffer", buf, offset + len)?;
+        Ok(buf.get()[offset..offset + len].to_vec())
+    }
+
+    fn q4_matmul(&self, x: &CpuBuffer, w: &Arc<Q4Matrix>, out: &CpuBuffer, m: usize, kernel: MatmulKernel) -> Result<()> {
+        check::q4_matmul(x, out, w.rows, w.cols, m)?;
+        no_alias("q4_matmul", out, &[x])?;
+        let (x, mut o) = (x.get(), out.get_mut());
+        match kernel {
+            MatmulKernel::Gemv => kernels::q4_gemv::cpu(&x, w, &mut o, m),
+            MatmulKernel::Gemm => kernels::q4_gemm::cpu(&x, w, &mut o, m),
+        }
+        Ok(())
+    }
+
+    fn rms_norm(&self, x: &CpuBuffer, weight: &CpuBuffer, out: &CpuBuffer, rows: usize, dim: usize, eps: f32, weight_offset: f32) -> Result<()> {
+        check::rms_norm(x, weight, out, rows, dim)?;
+        no_alias("rms_norm", out, &[x, weight])?;
+        kernels::rms_norm::cpu(&x.get(), &weight.get(), &mut out.get_mut(), rows, dim, eps, weight_offset);
+        Ok(())
+    }
+
+    fn rope(&self, x: &CpuBuffer, table: &CpuBuffer, shape: RopeShape) -> Result<()> {
+        check::rope(x, table, shape)?;
+        no_alias("rope", x, &[table])?;
+        kernels::rope::cpu(&mut x.get_mut(), &table.get(), shape);
+        Ok(())
+    }
+
+    fn attention(&self, q: &CpuBuffer, k_cache: &CpuBuffer, v_cache: &CpuBuffer, out: &CpuBuffer, shape: AttnShape) -> Result<()> {
+        check::attention(q, k_cache, v_cache, out, shape)?;
+        no_alias("attention", out, &[q, k_cache, v_cache])?;
+        kernels::attention::cpu(&q.get(), &k_cache.get(), &v_cache.get(), &mut out.get_mut(), shape);
+        Ok(())
+    }
+
+    fn silu_mul(&self, gate: &CpuBuffer, up: &CpuBuffer, out: &CpuBuffer, n: usize) -> Result<()> {
+        need_len("silu_mul", "gate", gate, n)?;
+        need_len("silu_mul", "up", up, n)?;
+        need_len("silu_mul", "out", out, n)?;
+        no_alias("silu_mul", out, &[gate, up])?;
+        kernels::silu_mul::cpu(&gate.get(), &up.get(), &mut out.get_mut(), n);
+        Ok(())
+    }
+
+    fn add_assign(&self, acc: &CpuBuffer, x: &CpuBuffer, n: usize) -> Result<()> {
+        need_len("add_assign", "acc", acc, n)?;
+        need_len("add_assign", "x", x, n)?;
+        no_alias("add_assign", acc, &[x])?;
+        kernels::add::cpu(&mut acc.get_mut(), &x.get(), n);
+        Ok(())
+    }
+
+    fn softmax(&self, x: &CpuBuffer, out: &CpuBuffer, rows: usize, cols: usize) -> Result<()> {
+        need_len("softmax", "x", x, rows * cols)?;
+        need_len("softmax", "out", out, rows * cols)?;
+        no_alias("softmax", out, &[x])?;
+        kernels::softmax::cpu(&x.get(), &mut out.get_mut(), rows, cols);
+        Ok(())
+    }
+
+    fn embed_q4(&self, ids: &[u32], table: &Arc<Q4Matrix>, out: &CpuBuffer) -> Result<()> {
+        if let Some(bad) = ids.iter().find(|&&i| i as usize >= table.rows) {
+            return Err(shape_err("embed_q4", format!("token id {bad} is outside the vocabulary of {}", table.rows)));
+        }
+        need_len("embed_q4", "out", out, ids.len() * table.cols)?;
+        kernels::embed_q4::cpu(ids, table, &mut out.get_mut());
+        Ok(())
+    }
+
+    fn copy(&self, src: &CpuBuffer, src_offset: usize, dst: &CpuBuffer, dst_offset: usize, len: usize) -> Result<()> {
+        need_len("copy", "source", src, src_offset + len)?;
+        need_len("copy", "destination", dst, dst_offset + len)?;
+        if Arc::ptr_eq(&src.0, &dst.0) {
+            dst.get_mut().copy_within(src_offset..src_offset + len, dst_offset);
+        } else {
+            dst.get_mut()[dst_offset..dst_offset + len].copy_from_slice(&src.get()[src_offset..src_offset + len]);
+        }
+        Ok(())
+    }
+
+    async fn select(&self, logits: &CpuBuffer, n: usize, k: usize, inv_temp: Option<f32>) -> Result<Selection> {
+        check::select(logits, n, k)?;
+        Ok(kernels::topk::cpu(&logits.get()[..n], k, inv_temp))
+    }
+}

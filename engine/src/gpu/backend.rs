@@ -1,0 +1,173 @@
+//! [`Backend`] on the GPU: shape checks, then the kernels' dispatch functions.
+
+use super::GpuContext;
+use crate::backend::{check, need_len, AttnShape, Backend, BufferLen, MatmulKernel, RopeShape, Selection};
+use crate::error::{shape_err, Result};
+use crate::kernels;
+use crate::quant::Q4Matrix;
+
+/// A device buffer of `len` 4-byte elements.
+#[derive(Clone, Debug)]
+pub struct GpuBuffer {
+    /// The wgpu buffer (may be larger than `len` elements).
+    pub buf: wgpu::Buffer,
+    /// Elements.
+    pub len: usize,
+}
+
+impl BufferLen for GpuBuffer {
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// An LQ4 matrix on the device: one buffer with the three sections.
+#[derive(Clone, Debug)]
+pub struct GpuQ4 {
+    /// Packed words.
+    pub buf: wgpu::Buffer,
+    /// N.
+    pub rows: usize,
+    /// K.
+    pub cols: usize,
+    /// Word offset of the sub-scale section.
+    pub sm_off: usize,
+    /// Word offset of the row-scale section.
+    pub rows_off: usize,
+}
+
+fn same(a: &wgpu::Buffer, b: &wgpu::Buffer) -> bool {
+    a == b
+}
+
+fn no_alias(op: &'static str, out: &GpuBuffer, inputs: &[&GpuBuffer]) -> Result<()> {
+    if inputs.iter().any(|i| same(&i.buf, &out.buf)) {
+        return Err(shape_err(op, "the output buffer is also an input"));
+    }
+    Ok(())
+}
+
+impl Backend for GpuContext {
+    type Buffer = GpuBuffer;
+    type Q4 = GpuQ4;
+
+    fn describe(&self) -> String {
+        self.adapter_description()
+    }
+
+    fn alloc(&self, label: &str, len: usize) -> Result<GpuBuffer> {
+        let buf = self.create_storage(label, (len * 4) as u64, wgpu::BufferUsages::empty())?;
+        Ok(GpuBuffer { buf, len })
+    }
+
+    fn upload(&self, label: &str, data: &[f32]) -> Result<GpuBuffer> {
+        let b = self.alloc(label, data.len())?;
+        self.write_buffer(&b.buf, 0, bytemuck::cast_slice(data));
+        Ok(b)
+    }
+
+    fn write(&self, buf: &GpuBuffer, data: &[f32]) -> Result<()> {
+        need_len("write", "destination", buf, data.len())?;
+        self.write_buffer(&buf.buf, 0, bytemuck::cast_slice(data));
+        Ok(())
+    }
+
+    fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<GpuQ4> {
+        m.validate(label)?;
+        let buf = self.create_storage(label, (m.data.len() * 4) as u64, wgpu::BufferUsages::empty())?;
+        self.write_buffer(&buf, 0, bytemuck::cast_slice(&m.data));
+        Ok(GpuQ4 {
+            buf,
+            rows: m.rows,
+            cols: m.cols,
+            sm_off: m.sm_offset(),
+            rows_off: m.rows_offset(),
+        })
+    }
+
+    fn q4_shape(&self, w: &GpuQ4) -> (usize, usize) {
+        (w.rows, w.cols)
+    }
+
+    async fn read(&self, buf: &GpuBuffer, offset: usize, len: usize) -> Result<Vec<f32>> {
+        need_len("read", "buffer", buf, offset + len)?;
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let got = self
+            .read_ranges(&[(&buf.buf, (offset * 4) as u64, (len * 4) as u64)])
+            .await?;
+        Ok(bytemuck::cast_slice(&got[0]).to_vec())
+    }
+
+    fn q4_matmul(&self, x: &GpuBuffer, w: &GpuQ4, out: &GpuBuffer, m: usize, kernel: MatmulKernel) -> Result<()> {
+        check::q4_matmul(x, out, w.rows, w.cols, m)?;
+        no_alias("q4_matmul", out, &[x])?;
+        match kernel {
+            MatmulKernel::Gemv => kernels::q4_gemv::dispatch(self, &x.buf, w, &out.buf, m),
+            MatmulKernel::Gemm => kernels::q4_gemm::dispatch(self, &x.buf, w, &out.buf, m),
+        }
+    }
+
+    fn rms_norm(&self, x: &GpuBuffer, weight: &GpuBuffer, out: &GpuBuffer, rows: usize, dim: usize, eps: f32, weight_offset: f32) -> Result<()> {
+        check::rms_norm(x, weight, out, rows, dim)?;
+        no_alias("rms_norm", out, &[x, weight])?;
+        kernels::rms_norm::dispatch(self, &x.buf, &weight.buf, &out.buf, rows, dim, eps, weight_offset)
+    }
+
+    fn rope(&self, x: &GpuBuffer, table: &GpuBuffer, shape: RopeShape) -> Result<()> {
+        check::rope(x, table, shape)?;
+        no_alias("rope", x, &[table])?;
+        kernels::rope::dispatch(self, &x.buf, &table.buf, shape)
+    }
+
+    fn attention(&self, q: &GpuBuffer, k_cache: &GpuBuffer, v_cache: &GpuBuffer, out: &GpuBuffer, shape: AttnShape) -> Result<()> {
+        check::attention(q, k_cache, v_cache, out, shape)?;
+        no_alias("attention", out, &[q, k_cache, v_cache])?;
+        kernels::attention::dispatch(self, &q.buf, &k_cache.buf, &v_cache.buf, &out.buf, shape)
+    }
+
+    fn silu_mul(&self, gate: &GpuBuffer, up: &GpuBuffer, out: &GpuBuffer, n: usize) -> Result<()> {
+        need_len("silu_mul", "gate", gate, n)?;
+        need_len("silu_mul", "up", up, n)?;
+        need_len("silu_mul", "out", out, n)?;
+        no_alias("silu_mul", out, &[gate, up])?;
+        kernels::silu_mul::dispatch(self, &gate.buf, &up.buf, &out.buf, n)
+    }
+
+    fn add_assign(&self, acc: &GpuBuffer, x: &GpuBuffer, n: usize) -> Result<()> {
+        need_len("add_assign", "acc", acc, n)?;
+        need_len("add_assign", "x", x, n)?;
+        no_alias("add_assign", acc, &[x])?;
+        kernels::add::dispatch(self, &acc.buf, &x.buf, n)
+    }
+
+    fn softmax(&self, x: &GpuBuffer, out: &GpuBuffer, rows: usize, cols: usize) -> Result<()> {
+        need_len("softmax", "x", x, rows * cols)?;
+        need_len("softmax", "out", out, rows * cols)?;
+        no_alias("softmax", out, &[x])?;
+        kernels::softmax::dispatch(self, &x.buf, &out.buf, rows, cols)
+    }
+
+    fn embed_q4(&self, ids: &[u32], table: &GpuQ4, out: &GpuBuffer) -> Result<()> {
+        if let Some(bad) = ids.iter().find(|&&i| i as usize >= table.rows) {
+            return Err(shape_err("embed_q4", format!("token id {bad} is outside the vocabulary of {}", table.rows)));
+        }
+        need_len("embed_q4", "out", out, ids.len() * table.cols)?;
+        let idb = self.create_storage("token ids", (ids.len() * 4) as u64, wgpu::BufferUsages::empty())?;
+        self.write_buffer(&idb, 0, bytemuck::cast_slice(ids));
+        kernels::embed_q4::dispatch(self, table, &idb, &out.buf, ids.len())
+    }
+
+    fn copy(&self, src: &GpuBuffer, src_offset: usize, dst: &GpuBuffer, dst_offset: usize, len: usize) -> Result<()> {
+        need_len("copy", "source", src, src_offset + len)?;
+        need_len("copy", "destination", dst, dst_offset + len)?;
+        self.copy_buffer(&src.buf, (src_offset * 4) as u64, &dst.buf, (dst_offset * 4) as u64, (len * 4) as u64);
+        Ok(())
+    }
+
+    async fn select(&self, logits: &GpuBuffer, n: usize, k: usize, inv_temp: Option<f32>) -> Result<Selection> {
+        check::select(logits, n, k)?;
+        kernels::topk::select(self, &logits.buf, n, k, inv_temp).await
+    }
+}

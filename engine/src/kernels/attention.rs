@@ -1,0 +1,95 @@
+//! Causal grouped-query attention over the KV cache (decode and prefill).
+
+use super::Kernel;
+use crate::backend::AttnShape;
+use crate::error::Result;
+use crate::gpu::GpuContext;
+
+/// The kernel.
+pub const KERNEL: Kernel = Kernel {
+    label: "attention",
+    source: include_str!("attention.wgsl"),
+    entry: "main",
+};
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    tokens: u32,
+    heads: u32,
+    kv_heads: u32,
+    head_dim: u32,
+    pos0: u32,
+    scale: f32,
+    _p: [u32; 2],
+}
+
+/// Records attention. Shapes are checked by the caller (`head_dim <= 4 * WG`).
+pub(crate) fn dispatch(
+    ctx: &GpuContext,
+    q: &wgpu::Buffer,
+    k: &wgpu::Buffer,
+    v: &wgpu::Buffer,
+    out: &wgpu::Buffer,
+    s: AttnShape,
+) -> Result<()> {
+    let wg = ctx.tuning.attn_wg;
+    if s.head_dim > 4 * wg as usize {
+        return Err(crate::error::shape_err(
+            "attention",
+            format!("head_dim {} exceeds 4 x workgroup size {wg}", s.head_dim),
+        ));
+    }
+    let p = Params {
+        tokens: s.tokens as u32,
+        heads: s.heads as u32,
+        kv_heads: s.kv_heads as u32,
+        head_dim: s.head_dim as u32,
+        pos0: s.pos0 as u32,
+        scale: s.scale,
+        _p: [0; 2],
+    };
+    ctx.dispatch(
+        &KERNEL,
+        &[("WG", wg)],
+        bytemuck::bytes_of(&p),
+        &[q, k, v, out],
+        [s.heads as u32, s.tokens as u32, 1],
+    )
+}
+
+/// Plain-Rust reference (two-pass softmax per query and head).
+pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
+    let d = s.head_dim;
+    let group = s.heads / s.kv_heads;
+    let mut scores = Vec::new();
+    for t in 0..s.tokens {
+        let n_keys = s.pos0 + t + 1;
+        for h in 0..s.heads {
+            let kvh = h / group;
+            let qr = &q[(t * s.heads + h) * d..][..d];
+            scores.clear();
+            for j in 0..n_keys {
+                let kr = &k[(j * s.kv_heads + kvh) * d..][..d];
+                scores.push(qr.iter().zip(kr).map(|(a, b)| a * b).sum::<f32>() * s.scale);
+            }
+            let mx = scores.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            let mut sum = 0f32;
+            for sc in scores.iter_mut() {
+                *sc = (*sc - mx).exp();
+                sum += *sc;
+            }
+            let o = &mut out[(t * s.heads + h) * d..][..d];
+            o.fill(0.0);
+            for (j, &p) in scores.iter().enumerate() {
+                let vr = &v[(j * s.kv_heads + kvh) * d..][..d];
+                for (oi, &vi) in o.iter_mut().zip(vr) {
+                    *oi += p * vi;
+                }
+            }
+            for oi in o.iter_mut() {
+                *oi /= sum;
+            }
+        }
+    }
+}

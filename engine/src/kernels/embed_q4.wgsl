@@ -1,0 +1,46 @@
+// Embedding gather from an LQ4 table: out[t][k] = dequant(W[ids[t]][k]).
+// One thread per output element (2-D grid).
+
+override WG: u32 = 64u;
+
+struct Params {
+    tokens: u32,
+    rows: u32,       // vocabulary rows in the table
+    cols: u32,       // embedding width, multiple of 32
+    sm_off: u32,
+    rows_off: u32,
+    _p0: u32,
+    _p1: u32,
+    _p2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> w: array<u32>;          // LQ4 words of the table
+@group(0) @binding(2) var<storage, read> ids: array<u32>;        // [tokens]
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;  // [tokens][cols]
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = (wid.x + wid.y * nwg.x) * WG + lid;
+    if (i >= p.tokens * p.cols) {
+        return;
+    }
+    let t = i / p.cols;
+    let k = i % p.cols;
+    let row = ids[t];
+    if (row >= p.rows) {  // out-of-range ids are rejected on the host; never read past the table
+        out[i] = 0.0;
+        return;
+    }
+    let g = k / 32u;
+    let b = 2u * (row * (p.cols / 32u) + g);
+    let smw = w[p.sm_off + b / 4u] >> (8u * (b % 4u));
+    let d = bitcast<f32>(w[p.rows_off + 2u * row]);
+    let dmin = bitcast<f32>(w[p.rows_off + 2u * row + 1u]);
+    let q = (w[row * (p.cols / 8u) + k / 8u] >> (4u * (k % 8u))) & 15u;
+    out[i] = d * f32(smw & 0xFFu) * f32(q) - dmin * f32((smw >> 8u) & 0xFFu);
+}

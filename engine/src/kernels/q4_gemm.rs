@@ -1,0 +1,63 @@
+//! 4-bit GEMM (prefill): tiled `out[m][n] = sum_k x[m][k] * W[n][k]`.
+
+use super::Kernel;
+use crate::error::Result;
+use crate::gpu::{GpuContext, GpuQ4};
+use crate::quant::Q4Matrix;
+
+/// The kernel.
+pub const KERNEL: Kernel = Kernel {
+    label: "q4_gemm",
+    source: include_str!("q4_gemm.wgsl"),
+    entry: "main",
+};
+
+/// Output tile edge (`BM` = `BN` in the WGSL; a test checks they agree).
+pub const TILE: usize = 32;
+
+pub(crate) use super::q4_gemv::Params;
+
+/// Records the GEMM. Shapes are checked by the caller.
+pub(crate) fn dispatch(
+    ctx: &GpuContext,
+    x: &wgpu::Buffer,
+    w: &GpuQ4,
+    out: &wgpu::Buffer,
+    m: usize,
+) -> Result<()> {
+    let params = Params {
+        m: m as u32,
+        n: w.rows as u32,
+        k: w.cols as u32,
+        sm_off: w.sm_off as u32,
+        rows_off: w.rows_off as u32,
+        out_stride: w.rows as u32,
+        out_off: 0,
+        _pad: 0,
+    };
+    let g = [w.rows.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32, 1];
+    ctx.dispatch(&KERNEL, &[], bytemuck::bytes_of(&params), &[&w.buf, x, out], g)
+}
+
+/// Plain-Rust reference, same order as the kernel: dequantize each weight, then multiply.
+pub fn cpu(x: &[f32], w: &Q4Matrix, out: &mut [f32], m: usize) {
+    let (n, k) = (w.rows, w.cols);
+    let mut row = vec![0f32; k];
+    for r in 0..n {
+        w.dequantize_row(r, &mut row);
+        for mi in 0..m {
+            let xr = &x[mi * k..(mi + 1) * k];
+            out[mi * n + r] = xr.iter().zip(&row).map(|(a, b)| a * b).sum();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tile_matches_wgsl() {
+        let src = super::KERNEL.source;
+        assert!(src.contains(&format!("const BM: u32 = {}u;", super::TILE)));
+        assert!(src.contains(&format!("const BN: u32 = {}u;", super::TILE)));
+    }
+}

@@ -1,0 +1,81 @@
+// 4-bit (LQ4) matrix-vector product for decode: out[m][n] = sum_k x[m][k] * W[n][k].
+// LQ4 layout and dequantization: engine/src/quant.rs. Per group g of row n:
+//   sum_i x_i * (d*sc*q_i - dmin*mn) = d*sc * dot(x, q) - dmin*mn * sum(x)
+// so d and dmin factor out of the row sum and each group costs one dot and one sum.
+// TPR threads cooperate on one row (strided over groups), WG/TPR rows per workgroup.
+
+override WG: u32 = 64u;   // invocations per workgroup, power of two, <= 256
+override TPR: u32 = 8u;   // threads per output row, power of two, <= WG
+
+struct Params {
+    m: u32,          // activation rows
+    n: u32,          // output features (rows of W)
+    k: u32,          // input features (cols of W), multiple of 32
+    sm_off: u32,     // word offset of the sub-scale/min bytes in `w`
+    rows_off: u32,   // word offset of the per-row (d, dmin) f32 pairs in `w`
+    out_stride: u32, // elements between consecutive rows of `out`
+    out_off: u32,    // element offset of out[0][0]
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> w: array<u32>;        // LQ4 words of W[n][k]
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;  // [m][k/4]
+@group(0) @binding(3) var<storage, read_write> out: array<f32>; // [m][out_stride]
+
+var<workgroup> part: array<vec2<f32>, 256>;  // per-thread (scaled dot, scaled sum) partials
+
+fn nib(v: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(v, v >> 4u, v >> 8u, v >> 12u) & vec4<u32>(15u));
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let rows_per_wg = WG / TPR;
+    let wg_linear = wid.x + wid.y * nwg.x;
+    let row = wg_linear * rows_per_wg + lid / TPR;
+    let lane = lid % TPR;
+    let mi = wid.z;
+    let groups = p.k / 32u;
+
+    var acc_q = 0.0;  // sum_g sc_g * dot(x_g, q_g)
+    var acc_m = 0.0;  // sum_g mn_g * sum(x_g)
+    if (row < p.n) {
+        let qbase = row * (p.k / 8u);
+        let xbase = mi * (p.k / 4u);
+        for (var g = lane; g < groups; g += TPR) {
+            let b = 2u * (row * groups + g);
+            let smw = w[p.sm_off + b / 4u] >> (8u * (b % 4u));
+            let sc = f32(smw & 0xFFu);
+            let mn = f32((smw >> 8u) & 0xFFu);
+            var dq = 0.0;
+            var sx = vec4<f32>(0.0);
+            for (var j = 0u; j < 4u; j++) {
+                let word = w[qbase + 4u * g + j];
+                let x0 = x[xbase + 8u * g + 2u * j];
+                let x1 = x[xbase + 8u * g + 2u * j + 1u];
+                dq += dot(nib(word), x0) + dot(nib(word >> 16u), x1);
+                sx += x0 + x1;
+            }
+            acc_q += sc * dq;
+            acc_m += mn * (sx.x + sx.y + sx.z + sx.w);
+        }
+    }
+    part[lid] = vec2<f32>(acc_q, acc_m);
+    for (var s = TPR / 2u; s > 0u; s = s / 2u) {
+        workgroupBarrier();
+        if (lane < s) {
+            part[lid] += part[lid + s];
+        }
+    }
+    if (lane == 0u && row < p.n) {
+        let d = bitcast<f32>(w[p.rows_off + 2u * row]);
+        let dmin = bitcast<f32>(w[p.rows_off + 2u * row + 1u]);
+        let r = part[lid];
+        out[p.out_off + mi * p.out_stride + row] = d * r.x - dmin * r.y;
+    }
+}

@@ -1,0 +1,151 @@
+//! Top-k selection and the softmax normaliser, for sampling that reads back only what it needs.
+
+use super::{groups_for, Kernel};
+use crate::backend::Selection;
+use crate::error::Result;
+use crate::gpu::GpuContext;
+
+/// The top-k stage kernel.
+pub const KERNEL: Kernel = Kernel {
+    label: "topk",
+    source: include_str!("topk.wgsl"),
+    entry: "main",
+};
+
+/// The normaliser kernel.
+pub const SUM_EXP: Kernel = Kernel {
+    label: "sum_exp",
+    source: include_str!("sum_exp.wgsl"),
+    entry: "main",
+};
+
+/// Threads per workgroup of both kernels.
+const WG: u32 = 256;
+/// Candidates per thread (`E` in the WGSL; a test checks they agree).
+const E: u32 = 16;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    k: u32,
+    indirect: u32,
+    _p: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct SumParams {
+    n: u32,
+    inv_temp: f32,
+    _p: [u32; 2],
+}
+
+/// Runs the stages and the normaliser in one submission and reads back `k` pairs plus the
+/// normaliser partials. Shapes are checked by the caller.
+pub(crate) async fn select(
+    ctx: &GpuContext,
+    logits: &wgpu::Buffer,
+    n: usize,
+    k: usize,
+    inv_temp: Option<f32>,
+) -> Result<Selection> {
+    let chunk = (WG * E) as usize;
+    let wg = [("WG", WG)];
+    // Stage buffers: ping-pong (values, indices).
+    let mut n_in = n;
+    let mut groups = n.div_ceil(chunk);
+    let mut src: Option<(wgpu::Buffer, wgpu::Buffer)> = None;
+    loop {
+        let vals = ctx.create_storage("topk values", (groups * k * 4) as u64, wgpu::BufferUsages::empty())?;
+        let idx = ctx.create_storage("topk indices", (groups * k * 4) as u64, wgpu::BufferUsages::empty())?;
+        let p = Params {
+            n: n_in as u32,
+            k: k as u32,
+            indirect: src.is_some() as u32,
+            _p: 0,
+        };
+        let (vin, iin) = match &src {
+            Some((v, i)) => (v, i),
+            None => (logits, ctx.dummy()),
+        };
+        ctx.dispatch(&KERNEL, &wg, bytemuck::bytes_of(&p), &[vin, iin, &vals, &idx], groups_for(n_in, chunk as u32))?;
+        src = Some((vals, idx));
+        if groups == 1 {
+            break;
+        }
+        n_in = groups * k;
+        groups = n_in.div_ceil(chunk);
+    }
+    let (vals, idx) = src.ok_or_else(|| crate::error::shape_err("select", "no stage ran"))?;
+    let n_parts = n.div_ceil(chunk);
+    let parts = match inv_temp {
+        Some(it) => {
+            let part = ctx.create_storage("sum_exp partials", (n_parts * 8) as u64, wgpu::BufferUsages::empty())?;
+            let p = SumParams {
+                n: n as u32,
+                inv_temp: it,
+                _p: [0; 2],
+            };
+            ctx.dispatch(&SUM_EXP, &wg, bytemuck::bytes_of(&p), &[logits, &part], groups_for(n, chunk as u32))?;
+            Some(part)
+        }
+        None => None,
+    };
+    let kb = (k * 4) as u64;
+    let mut ranges = vec![(&vals, 0, kb), (&idx, 0, kb)];
+    if let Some(part) = &parts {
+        ranges.push((part, 0, (n_parts * 8) as u64));
+    }
+    let got = ctx.read_ranges(&ranges).await?;
+    let v: &[f32] = bytemuck::cast_slice(&got[0]);
+    let i: &[u32] = bytemuck::cast_slice(&got[1]);
+    let top: Vec<(u32, f32)> = i.iter().copied().zip(v.iter().copied()).collect();
+    let sum_exp = match (inv_temp, got.get(2)) {
+        (Some(it), Some(bytes)) => {
+            let pr: &[f32] = bytemuck::cast_slice(bytes);
+            Some(combine_partials(pr, top.first().map(|t| t.1).unwrap_or(0.0), it))
+        }
+        _ => None,
+    };
+    Ok(Selection { top, sum_exp })
+}
+
+/// `sum_w s_w * exp((m_w - max) * inv_temp)` over `(m_w, s_w)` pairs.
+fn combine_partials(parts: &[f32], max: f32, inv_temp: f32) -> f64 {
+    parts
+        .chunks_exact(2)
+        .map(|c| c[1] as f64 * (((c[0] - max) * inv_temp) as f64).exp())
+        .sum()
+}
+
+/// Plain-Rust reference: stable top-k (ties to the lower id, NaN lowest) and the normaliser.
+pub fn cpu(logits: &[f32], k: usize, inv_temp: Option<f32>) -> Selection {
+    let key = |v: f32| if v >= f32::MIN { v } else { f32::MIN };
+    let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
+    idx.sort_by(|&a, &b| {
+        key(logits[b as usize])
+            .partial_cmp(&key(logits[a as usize]))
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.cmp(&b))
+    });
+    let top: Vec<(u32, f32)> = idx[..k].iter().map(|&i| (i, key(logits[i as usize]))).collect();
+    let sum_exp = inv_temp.map(|it| {
+        let mx = top[0].1;
+        logits
+            .iter()
+            .filter(|v| **v >= f32::MIN)
+            .map(|&v| (((v - mx) * it) as f64).exp())
+            .sum()
+    });
+    Selection { top, sum_exp }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn constants_match_wgsl() {
+        assert!(super::KERNEL.source.contains(&format!("const E: u32 = {}u;", super::E)));
+        assert!(super::SUM_EXP.source.contains(&format!("const E: u32 = {}u;", super::E)));
+    }
+}

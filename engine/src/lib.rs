@@ -1,0 +1,21 @@
+//! Lorekeeper's engine: one crate for the browser (WebGPU) and the desktop (native wgpu).
+//!
+//! This layer holds the GPU context, the WGSL kernels with their plain-Rust references, the
+//! LQ4 4-bit weight format, one tolerance type for numeric comparisons and a platform-identical
+//! RNG. Models, tokenizer, retrieval and the answer protocol build on it.
+
+pub mod backend;
+pub mod cpu;
+pub mod error;
+pub mod gpu;
+pub mod kernels;
+pub mod quant;
+pub mod rng;
+pub mod tolerance;
+
+pub use backend::{AttnShape, Backend, BufferLen, MatmulKernel, RopeShape, Selection};
+pub use cpu::CpuBackend;
+pub use error::{EngineError, Result};
+pub use gpu::{GpuContext, Requirements};
+pub use quant::Q4Matrix;
+pub use tolerance::Tolerance;

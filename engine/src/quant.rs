@@ -1,0 +1,372 @@
+//! Lorekeeper's 4-bit weight format, **LQ4** — the one format the index-builder writes and
+//! every 4-bit kernel reads.
+//!
+//! # Layout
+//! A matrix `W[N rows][K cols]` (row `n` is output feature `n`; `K % 32 == 0`) is cut into
+//! groups of 32 consecutive weights along a row, `G = K / 32` groups per row. It is stored as
+//! one little-endian `u32` array with three sections:
+//!
+//! | section | words | content |
+//! |---|---|---|
+//! | `qs` | `N * K / 8` | 4-bit codes, 8 per word: weight `k` of row `n` is in word `n*K/8 + k/8`, bits `4*(k%8)..` |
+//! | `sm` | `ceil(N*G*2 / 4)` | per group two bytes: byte `2*(n*G+g)` = sub-scale `sc`, byte `+1` = sub-min `mn` (u8 each) |
+//! | `rows` | `2 * N` | per row two f32: `d` (scale of sub-scales), `dmin` (scale of sub-mins) |
+//!
+//! Dequantization: `w[n][32g+i] = d_n * sc[n][g] * q - dmin_n * mn[n][g]` with `q` in `0..=15`.
+//!
+//! Bits per weight: `4 + 16/32 + 64/K` = **4.5 + 64/K** (4.53 at K = 2048, 4.61 at K = 576).
+//!
+//! # Why this format
+//! - MLC's q4f16_1 is symmetric (`(q - 7) * scale`, one f16 scale per 32): 4.5 bpw, but it cannot
+//!   shift the grid to a group's asymmetric range, and f16 storage needs unpacking everywhere.
+//! - llama.cpp's Q4_0 is the same idea as q4f16_1 (4.5 bpw, symmetric) and measurably worse than
+//!   Q4_1 / Q4_K; Q4_1 is asymmetric but spends two f16 per group (5.0 bpw).
+//! - llama.cpp's Q4_K is asymmetric at 4.5 bpw by quantizing each group's scale and min to 6 bits
+//!   against a per-256 super-block f16 pair; its 12-byte scale packing costs bit surgery per group.
+//! - LQ4 keeps Q4_K's idea (asymmetric groups of 32, scales and mins quantized against a coarser
+//!   scale) with byte-aligned 8-bit sub-scales (4× finer than Q4_K's 6 bits) and per-row f32 super
+//!   scales, so the kernel reads one byte pair per group and factors `d`, `dmin` out of the row sum.
+//!   It is 4.5 bpw plus 64 bits per row. Rows are independent, so a matrix too large for one
+//!   128 MiB storage binding splits into row blocks that are themselves LQ4 matrices.
+//! - The quantizer searches each group's scale and min for least squared error
+//!   (as llama.cpp's `make_qkx2_quants`), then re-fits the codes to the 8-bit-rounded scales.
+
+use crate::error::{EngineError, Result};
+
+/// Weights per group.
+pub const GROUP: usize = 32;
+
+/// An LQ4-quantized matrix `[rows, cols]` in the layout documented at module level.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Q4Matrix {
+    /// N: output features.
+    pub rows: usize,
+    /// K: input features, a multiple of 32.
+    pub cols: usize,
+    /// The packed words: `qs`, then `sm`, then `rows` sections.
+    pub data: Vec<u32>,
+}
+
+impl Q4Matrix {
+    /// Word offset of the `sm` section.
+    pub fn sm_offset(&self) -> usize {
+        Self::sm_offset_for(self.rows, self.cols)
+    }
+
+    /// Word offset of the per-row `(d, dmin)` section.
+    pub fn rows_offset(&self) -> usize {
+        Self::rows_offset_for(self.rows, self.cols)
+    }
+
+    /// `sm` offset for a shape.
+    pub fn sm_offset_for(rows: usize, cols: usize) -> usize {
+        rows * cols / 8
+    }
+
+    /// `rows` section offset for a shape.
+    pub fn rows_offset_for(rows: usize, cols: usize) -> usize {
+        let groups = rows * (cols / GROUP);
+        Self::sm_offset_for(rows, cols) + (groups * 2).div_ceil(4)
+    }
+
+    /// Total words for a shape.
+    pub fn words_for(rows: usize, cols: usize) -> usize {
+        Self::rows_offset_for(rows, cols) + 2 * rows
+    }
+
+    /// Bits per weight of this matrix, all sections included.
+    pub fn bits_per_weight(&self) -> f64 {
+        (self.data.len() * 32) as f64 / (self.rows * self.cols) as f64
+    }
+
+    /// Checks that `data` has exactly the length the shape requires.
+    pub fn validate(&self, name: &str) -> Result<()> {
+        if self.cols == 0 || self.cols % GROUP != 0 {
+            return Err(EngineError::Quantize {
+                tensor: name.into(),
+                detail: format!("columns {} are not a positive multiple of {GROUP}", self.cols),
+            });
+        }
+        let want = Self::words_for(self.rows, self.cols);
+        if self.data.len() != want {
+            return Err(EngineError::Quantize {
+                tensor: name.into(),
+                detail: format!(
+                    "LQ4 data has {} words, shape [{}, {}] needs {want}",
+                    self.data.len(),
+                    self.rows,
+                    self.cols
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Code `q` (0..=15) of weight `(n, k)`.
+    #[inline]
+    pub fn code(&self, n: usize, k: usize) -> u32 {
+        let w = self.data[n * self.cols / 8 + k / 8];
+        (w >> (4 * (k % 8))) & 0xF
+    }
+
+    /// Sub-scale and sub-min bytes of group `g` of row `n`.
+    #[inline]
+    pub fn sub(&self, n: usize, g: usize) -> (u32, u32) {
+        let b = 2 * (n * (self.cols / GROUP) + g);
+        let w = self.data[self.sm_offset() + b / 4];
+        let sh = 8 * (b % 4) as u32;
+        ((w >> sh) & 0xFF, (w >> (sh + 8)) & 0xFF)
+    }
+
+    /// `(d, dmin)` of row `n`.
+    #[inline]
+    pub fn row_scales(&self, n: usize) -> (f32, f32) {
+        let o = self.rows_offset() + 2 * n;
+        (f32::from_bits(self.data[o]), f32::from_bits(self.data[o + 1]))
+    }
+
+    /// Dequantizes row `n` into `out` (length `cols`).
+    pub fn dequantize_row(&self, n: usize, out: &mut [f32]) {
+        let (d, dmin) = self.row_scales(n);
+        for g in 0..self.cols / GROUP {
+            let (sc, mn) = self.sub(n, g);
+            let s = d * sc as f32;
+            let m = dmin * mn as f32;
+            for i in 0..GROUP {
+                let k = g * GROUP + i;
+                out[k] = s * self.code(n, k) as f32 - m;
+            }
+        }
+    }
+
+    /// Dequantizes the whole matrix, row-major.
+    pub fn dequantize(&self) -> Vec<f32> {
+        let mut out = vec![0f32; self.rows * self.cols];
+        for n in 0..self.rows {
+            self.dequantize_row(n, &mut out[n * self.cols..(n + 1) * self.cols]);
+        }
+        out
+    }
+
+    /// Rows `r0..r1` as their own LQ4 matrix (row blocks for binding-size limits).
+    pub fn row_block(&self, r0: usize, r1: usize) -> Q4Matrix {
+        let mut w = vec![0f32; self.cols];
+        let mut out = Q4Builder::new(r1 - r0, self.cols);
+        for n in r0..r1 {
+            // Copy codes and sub-scales verbatim (no requantization).
+            let (d, dmin) = self.row_scales(n);
+            let codes: Vec<u8> = (0..self.cols).map(|k| self.code(n, k) as u8).collect();
+            let subs: Vec<(u8, u8)> = (0..self.cols / GROUP)
+                .map(|g| {
+                    let (a, b) = self.sub(n, g);
+                    (a as u8, b as u8)
+                })
+                .collect();
+            out.put_row(n - r0, &codes, &subs, d, dmin);
+        }
+        w.clear();
+        out.finish()
+    }
+
+    /// Quantizes a row-major `[rows, cols]` f32 matrix. Fails on NaN/Inf or a bad shape,
+    /// naming `name` and the first bad element.
+    pub fn quantize(name: &str, rows: usize, cols: usize, w: &[f32]) -> Result<Q4Matrix> {
+        if cols == 0 || cols % GROUP != 0 {
+            return Err(EngineError::Quantize {
+                tensor: name.into(),
+                detail: format!("columns {cols} are not a positive multiple of {GROUP}"),
+            });
+        }
+        if w.len() != rows * cols {
+            return Err(EngineError::Quantize {
+                tensor: name.into(),
+                detail: format!("{} values for shape [{rows}, {cols}]", w.len()),
+            });
+        }
+        if let Some(i) = w.iter().position(|x| !x.is_finite()) {
+            return Err(EngineError::Quantize {
+                tensor: name.into(),
+                detail: format!(
+                    "non-finite value {} at row {}, column {}",
+                    w[i],
+                    i / cols,
+                    i % cols
+                ),
+            });
+        }
+        let groups = cols / GROUP;
+        let mut b = Q4Builder::new(rows, cols);
+        let mut scales = vec![0f32; groups];
+        let mut mins = vec![0f32; groups];
+        let mut codes = vec![0u8; cols];
+        let mut subs = vec![(0u8, 0u8); groups];
+        for n in 0..rows {
+            let row = &w[n * cols..(n + 1) * cols];
+            for g in 0..groups {
+                let (s, m) = fit_group(&row[g * GROUP..(g + 1) * GROUP]);
+                scales[g] = s;
+                mins[g] = m;
+            }
+            let max_s = scales.iter().cloned().fold(0f32, f32::max);
+            let max_m = mins.iter().cloned().fold(0f32, f32::max);
+            let d = if max_s > 0.0 { max_s / 255.0 } else { 0.0 };
+            let dmin = if max_m > 0.0 { max_m / 255.0 } else { 0.0 };
+            for g in 0..groups {
+                let sc = if d > 0.0 { (scales[g] / d).round().clamp(0.0, 255.0) } else { 0.0 };
+                let mn = if dmin > 0.0 { (mins[g] / dmin).round().clamp(0.0, 255.0) } else { 0.0 };
+                subs[g] = (sc as u8, mn as u8);
+                let s = d * sc;
+                let m = dmin * mn;
+                for i in 0..GROUP {
+                    let k = g * GROUP + i;
+                    let q = if s > 0.0 { ((row[k] + m) / s).round().clamp(0.0, 15.0) } else { 0.0 };
+                    codes[k] = q as u8;
+                }
+            }
+            b.put_row(n, &codes, &subs, d, dmin);
+        }
+        Ok(b.finish())
+    }
+}
+
+/// Least-squares fit of `x ≈ s*q - m` with `q` in 0..=15, `s >= 0`, `m >= 0`.
+/// Grid search over the range endpoints, each candidate refined by a closed-form
+/// least-squares solve for `(s, m)` given the codes (llama.cpp `make_qkx2_quants` style).
+fn fit_group(x: &[f32]) -> (f32, f32) {
+    let mut lo = x.iter().cloned().fold(f32::INFINITY, f32::min);
+    let hi = x.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+    if lo > 0.0 {
+        lo = 0.0;
+    }
+    if hi <= lo {
+        return (0.0, -lo);
+    }
+    let err_of = |s: f32, m: f32| -> f32 {
+        x.iter()
+            .map(|&v| {
+                let q = ((v + m) / s).round().clamp(0.0, 15.0);
+                let e = s * q - m - v;
+                e * e
+            })
+            .sum()
+    };
+    let mut best = ((hi - lo) / 15.0, -lo);
+    let mut best_err = err_of(best.0, best.1);
+    let mut q = [0f32; GROUP];
+    for step in -9..=9 {
+        let iscale = (15.0 + 0.1 * step as f32) / (hi - lo);
+        // Codes for this candidate grid.
+        for (qi, &v) in q.iter_mut().zip(x) {
+            *qi = ((v - lo) * iscale).round().clamp(0.0, 15.0);
+        }
+        // Least squares for v ≈ s*q + c (c = -m).
+        let n = x.len() as f32;
+        let (sq, sqq, sv, sqv) = q.iter().zip(x).fold((0.0, 0.0, 0.0, 0.0), |acc, (&qi, &v)| {
+            (acc.0 + qi, acc.1 + qi * qi, acc.2 + v, acc.3 + qi * v)
+        });
+        let det = n * sqq - sq * sq;
+        if det <= 0.0 {
+            continue;
+        }
+        let s = (n * sqv - sq * sv) / det;
+        let mut c = (sqq * sv - sq * sqv) / det;
+        if c > 0.0 {
+            c = 0.0;
+        }
+        if s <= 0.0 {
+            continue;
+        }
+        let e = err_of(s, -c);
+        if e < best_err {
+            best_err = e;
+            best = (s, -c);
+        }
+    }
+    best
+}
+
+/// Assembles an LQ4 matrix row by row from codes and sub-scales (used by the quantizer,
+/// row-block splitting, and importers that map other 4-bit formats).
+pub struct Q4Builder {
+    rows: usize,
+    cols: usize,
+    data: Vec<u32>,
+}
+
+impl Q4Builder {
+    /// An all-zero matrix of the given shape (`cols % 32 == 0`).
+    pub fn new(rows: usize, cols: usize) -> Self {
+        Q4Builder {
+            rows,
+            cols,
+            data: vec![0; Q4Matrix::words_for(rows, cols)],
+        }
+    }
+
+    /// Writes row `n`: `cols` codes (0..=15), `cols/32` (sc, mn) pairs, and the row scales.
+    pub fn put_row(&mut self, n: usize, codes: &[u8], subs: &[(u8, u8)], d: f32, dmin: f32) {
+        let cols = self.cols;
+        let q0 = n * cols / 8;
+        for w in 0..cols / 8 {
+            let mut word = 0u32;
+            for j in 0..8 {
+                word |= ((codes[8 * w + j] & 0xF) as u32) << (4 * j);
+            }
+            self.data[q0 + w] = word;
+        }
+        let sm = Q4Matrix::sm_offset_for(self.rows, cols);
+        let groups = cols / GROUP;
+        for (g, &(sc, mn)) in subs.iter().enumerate() {
+            let b = 2 * (n * groups + g);
+            let sh = 8 * (b % 4);
+            let word = &mut self.data[sm + b / 4];
+            *word &= !(0xFFFF << sh);
+            *word |= ((sc as u32) | ((mn as u32) << 8)) << sh;
+        }
+        let ro = Q4Matrix::rows_offset_for(self.rows, cols) + 2 * n;
+        self.data[ro] = d.to_bits();
+        self.data[ro + 1] = dmin.to_bits();
+    }
+
+    /// The finished matrix.
+    pub fn finish(self) -> Q4Matrix {
+        Q4Matrix {
+            rows: self.rows,
+            cols: self.cols,
+            data: self.data,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Pcg32;
+
+    #[test]
+    fn roundtrip_error_is_small_and_layout_consistent() {
+        let mut rng = Pcg32::new(1);
+        let (n, k) = (7, 96);
+        let w = rng.normal_vec(n * k, 0.05);
+        let q = Q4Matrix::quantize("t", n, k, &w).expect("quantize");
+        q.validate("t").expect("valid");
+        let dq = q.dequantize();
+        let rms_w = (w.iter().map(|x| x * x).sum::<f32>() / w.len() as f32).sqrt();
+        let rms_e =
+            (w.iter().zip(&dq).map(|(a, b)| (a - b) * (a - b)).sum::<f32>() / w.len() as f32).sqrt();
+        // 4-bit asymmetric on Gaussian data: ~10% relative RMS error; fail well above that.
+        assert!(rms_e / rms_w < 0.12, "relative rms error {}", rms_e / rms_w);
+        assert!((q.bits_per_weight() - (4.5 + 64.0 / k as f64)).abs() < 0.1);
+        let blk = q.row_block(2, 5);
+        assert_eq!(&blk.dequantize()[..], &dq[2 * k..5 * k]);
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert!(Q4Matrix::quantize("t", 1, 33, &[0.0; 33]).is_err());
+        let mut w = vec![0.0; 64];
+        w[40] = f32::NAN;
+        let e = Q4Matrix::quantize("blk.0.w", 2, 32, &w).unwrap_err().to_string();
+        assert!(e.contains("blk.0.w") && e.contains("row 1"), "{e}");
+    }
+}

@@ -1,0 +1,108 @@
+//! Independent f64 oracles: straightforward formulas, no shared code with the kernels beyond
+//! LQ4 dequantization of single weights (the format's definition).
+
+use lorekeeper_engine::quant::Q4Matrix;
+
+/// Dequantizes one LQ4 weight in f64 from the format's definition.
+pub fn q4_weight(w: &Q4Matrix, n: usize, k: usize) -> f64 {
+    let (d, dmin) = w.row_scales(n);
+    let (sc, mn) = w.sub(n, k / 32);
+    d as f64 * sc as f64 * w.code(n, k) as f64 - dmin as f64 * mn as f64
+}
+
+/// `out[m][n] = sum_k x[m][k] W[n][k]`.
+pub fn q4_matmul(x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
+    let mut out = vec![0f64; m * w.rows];
+    for mi in 0..m {
+        for n in 0..w.rows {
+            out[mi * w.rows + n] = (0..w.cols)
+                .map(|k| x[mi * w.cols + k] as f64 * q4_weight(w, n, k))
+                .sum();
+        }
+    }
+    out
+}
+
+/// RMSNorm.
+pub fn rms_norm(x: &[f32], weight: &[f32], rows: usize, dim: usize, eps: f32, offset: f32) -> Vec<f64> {
+    let mut out = Vec::with_capacity(rows * dim);
+    for r in 0..rows {
+        let xr = &x[r * dim..(r + 1) * dim];
+        let ms = xr.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / dim as f64;
+        let inv = 1.0 / (ms + eps as f64).sqrt();
+        for i in 0..dim {
+            out.push(xr[i] as f64 * inv * (weight[i] as f64 + offset as f64));
+        }
+    }
+    out
+}
+
+/// RoPE from a `[pos][rot/2][cos, sin]` table, rotate-half pairing.
+#[allow(clippy::too_many_arguments)]
+pub fn rope(x: &[f32], table: &[f32], tokens: usize, heads: usize, head_dim: usize, rot: usize, pos0: usize) -> Vec<f64> {
+    let mut out: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let half = rot / 2;
+    for t in 0..tokens {
+        for h in 0..heads {
+            let b = (t * heads + h) * head_dim;
+            for i in 0..half {
+                let c = table[((pos0 + t) * half + i) * 2] as f64;
+                let s = table[((pos0 + t) * half + i) * 2 + 1] as f64;
+                let (a, bb) = (x[b + i] as f64, x[b + i + half] as f64);
+                out[b + i] = a * c - bb * s;
+                out[b + i + half] = bb * c + a * s;
+            }
+        }
+    }
+    out
+}
+
+/// Causal GQA attention, caches `[ctx][kv_heads][d]`.
+#[allow(clippy::too_many_arguments)]
+pub fn attention(q: &[f32], k: &[f32], v: &[f32], tokens: usize, heads: usize, kv_heads: usize, d: usize, pos0: usize, scale: f32) -> Vec<f64> {
+    let mut out = vec![0f64; tokens * heads * d];
+    for t in 0..tokens {
+        for h in 0..heads {
+            let kvh = h / (heads / kv_heads);
+            let n = pos0 + t + 1;
+            let s: Vec<f64> = (0..n)
+                .map(|j| {
+                    (0..d)
+                        .map(|i| q[(t * heads + h) * d + i] as f64 * k[(j * kv_heads + kvh) * d + i] as f64)
+                        .sum::<f64>()
+                        * scale as f64
+                })
+                .collect();
+            let mx = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
+            let z: f64 = e.iter().sum();
+            for i in 0..d {
+                out[(t * heads + h) * d + i] = (0..n).map(|j| e[j] * v[(j * kv_heads + kvh) * d + i] as f64).sum::<f64>() / z;
+            }
+        }
+    }
+    out
+}
+
+/// `silu(g) * u`.
+pub fn silu_mul(g: &[f32], u: &[f32]) -> Vec<f64> {
+    g.iter()
+        .zip(u)
+        .map(|(&g, &u)| {
+            let g = g as f64;
+            g / (1.0 + (-g).exp()) * u as f64
+        })
+        .collect()
+}
+
+/// Row softmax.
+pub fn softmax(x: &[f32], rows: usize, cols: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(rows * cols);
+    for r in 0..rows {
+        let xr = &x[r * cols..(r + 1) * cols];
+        let mx = xr.iter().map(|&v| v as f64).fold(f64::NEG_INFINITY, f64::max);
+        let z: f64 = xr.iter().map(|&v| (v as f64 - mx).exp()).sum();
+        out.extend(xr.iter().map(|&v| (v as f64 - mx).exp() / z));
+    }
+    out
+}

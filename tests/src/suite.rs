@@ -1,0 +1,261 @@
+//! The kernel conformance suite. Every check is generic over [`Backend`], so the same body
+//! runs on the CPU reference, on native wgpu (lavapipe in CI) and in headless Chromium.
+//! On success a check returns a one-line report (shapes, worst error, bound).
+
+use lorekeeper_engine::backend::rope_table;
+use lorekeeper_engine::rng::Pcg32;
+use lorekeeper_engine::{AttnShape, Backend, MatmulKernel, Q4Matrix, RopeShape, Tolerance};
+
+use crate::oracle;
+
+/// The bound of each op, stated once.
+pub mod bounds {
+    use super::Tolerance;
+    /// 4-bit matmul: f32 accumulation over at most 768 products of N(0,1) x N(0,0.05).
+    pub const Q4_MATMUL: Tolerance = Tolerance::new(1e-4, 1e-4);
+    /// RMSNorm: one f32 reduction and a reciprocal square root.
+    pub const RMS_NORM: Tolerance = Tolerance::new(1e-5, 1e-5);
+    /// RoPE: two f32 products and a sum per element.
+    pub const ROPE: Tolerance = Tolerance::new(1e-6, 1e-5);
+    /// Attention: f32 dots, online-softmax rescaling over up to ~90 keys.
+    pub const ATTENTION: Tolerance = Tolerance::new(2e-5, 1e-4);
+    /// Element-wise ops with `exp`.
+    pub const ELEMENTWISE: Tolerance = Tolerance::new(1e-6, 1e-5);
+    /// Softmax over up to 3000 columns.
+    pub const SOFTMAX: Tolerance = Tolerance::new(1e-7, 1e-4);
+    /// Addition: one f32 rounding.
+    pub const ADD: Tolerance = Tolerance::new(0.0, 1.2e-7);
+    /// Dequantized gather: one f32 multiply-add per element.
+    pub const EMBED: Tolerance = Tolerance::new(1e-6, 1e-6);
+    /// The softmax normaliser returned by `select`.
+    pub const SUM_EXP: Tolerance = Tolerance::new(0.0, 1e-5);
+}
+
+/// Result of one check: a report line, or what failed.
+pub type Check = Result<String, String>;
+
+fn compare(op: &str, shape: String, tol: Tolerance, expected: &[f64], actual: &[f32]) -> Check {
+    match tol.check(expected, actual) {
+        Ok(max) => Ok(format!("{op} {shape}: max abs err {max:.2e} within {tol}")),
+        Err(m) => Err(format!("{op} {shape}: {m} (bound {tol})")),
+    }
+}
+
+fn e<T: std::fmt::Display>(op: &str) -> impl Fn(T) -> String + '_ {
+    move |err| format!("{op}: unexpected error: {err}")
+}
+
+/// A random LQ4 matrix `[n, k]` and its source weights.
+pub fn random_q4(rng: &mut Pcg32, n: usize, k: usize) -> Q4Matrix {
+    let w = rng.normal_vec(n * k, 0.05);
+    // Shapes here are valid by construction; a failure is a bug in the quantizer.
+    Q4Matrix::quantize("random", n, k, &w).unwrap_or_else(|err| panic!("quantize: {err}"))
+}
+
+async fn q4_matmul<B: Backend>(b: &B, seed: u64, kernel: MatmulKernel) -> Check {
+    let op = match kernel {
+        MatmulKernel::Gemv => "q4_gemv",
+        MatmulKernel::Gemm => "q4_gemm",
+    };
+    let mut rng = Pcg32::new(seed);
+    let (m, n, k) = match kernel {
+        MatmulKernel::Gemv => (rng.range(1, 3), rng.range(1, 300), 32 * rng.range(1, 24)),
+        MatmulKernel::Gemm => (rng.range(1, 70), rng.range(1, 100), 32 * rng.range(1, 12)),
+    };
+    let w = random_q4(&mut rng, n, k);
+    let x = rng.normal_vec(m * k, 1.0);
+    let wd = b.upload_q4("w", &w).map_err(e(op))?;
+    let xd = b.upload("x", &x).map_err(e(op))?;
+    let od = b.alloc("out", m * n).map_err(e(op))?;
+    b.q4_matmul(&xd, &wd, &od, m, kernel).map_err(e(op))?;
+    let got = b.read(&od, 0, m * n).await.map_err(e(op))?;
+    compare(op, format!("m={m} n={n} k={k}"), bounds::Q4_MATMUL, &oracle::q4_matmul(&x, &w, m), &got)
+}
+
+/// 4-bit GEMV (decode).
+pub async fn q4_gemv<B: Backend>(b: &B, seed: u64) -> Check {
+    q4_matmul(b, seed, MatmulKernel::Gemv).await
+}
+
+/// 4-bit GEMM (prefill).
+pub async fn q4_gemm<B: Backend>(b: &B, seed: u64) -> Check {
+    q4_matmul(b, seed, MatmulKernel::Gemm).await
+}
+
+/// RMSNorm, plain and `(1 + w)` forms.
+pub async fn rms_norm<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "rms_norm";
+    let mut rng = Pcg32::new(seed);
+    let (rows, dim) = (rng.range(1, 9), rng.range(1, 700));
+    let offset = (seed % 2) as f32;
+    let eps = 1e-6;
+    let x = rng.normal_vec(rows * dim, 2.0);
+    let w = rng.normal_vec(dim, 1.0);
+    let (xd, wd, od) = (b.upload("x", &x).map_err(e(op))?, b.upload("w", &w).map_err(e(op))?, b.alloc("o", rows * dim).map_err(e(op))?);
+    b.rms_norm(&xd, &wd, &od, rows, dim, eps, offset).map_err(e(op))?;
+    let got = b.read(&od, 0, rows * dim).await.map_err(e(op))?;
+    compare(op, format!("rows={rows} dim={dim} offset={offset}"), bounds::RMS_NORM, &oracle::rms_norm(&x, &w, rows, dim, eps, offset), &got)
+}
+
+/// RoPE, full and partial rotary, at an offset position.
+pub async fn rope<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "rope";
+    let mut rng = Pcg32::new(seed);
+    let (tokens, heads) = (rng.range(1, 5), rng.range(1, 6));
+    let head_dim = 2 * rng.range(1, 65);
+    let rot = if seed % 2 == 0 { head_dim } else { 2 * rng.range(1, head_dim / 2) };
+    let pos0 = rng.range(0, 50);
+    let table = rope_table(1_000_000.0, rot, pos0 + tokens);
+    let x = rng.normal_vec(tokens * heads * head_dim, 1.0);
+    let s = RopeShape { tokens, heads, head_dim, rot_dim: rot, pos0 };
+    let (xd, td) = (b.upload("x", &x).map_err(e(op))?, b.upload("table", &table).map_err(e(op))?);
+    b.rope(&xd, &td, s).map_err(e(op))?;
+    let got = b.read(&xd, 0, x.len()).await.map_err(e(op))?;
+    compare(op, format!("tokens={tokens} heads={heads} head_dim={head_dim} rot={rot} pos0={pos0}"), bounds::ROPE, &oracle::rope(&x, &table, tokens, heads, head_dim, rot, pos0), &got)
+}
+
+/// Causal grouped-query attention; cache slots past the causal window hold NaN, so any
+/// read beyond it fails the check.
+pub async fn attention<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "attention";
+    let mut rng = Pcg32::new(seed);
+    let tokens = if seed % 2 == 0 { 1 } else { rng.range(2, 6) };
+    let kv_heads = rng.range(1, 3);
+    let heads = kv_heads * rng.range(1, 4);
+    let head_dim = rng.range(1, 130);
+    let pos0 = rng.range(0, 80);
+    let ctx = pos0 + tokens + rng.range(0, 9);
+    let filled = (pos0 + tokens) * kv_heads * head_dim;
+    let mut k = rng.normal_vec(ctx * kv_heads * head_dim, 1.0);
+    let mut v = rng.normal_vec(ctx * kv_heads * head_dim, 1.0);
+    k[filled..].fill(f32::NAN);
+    v[filled..].fill(f32::NAN);
+    let q = rng.normal_vec(tokens * heads * head_dim, 1.0);
+    let scale = 1.0 / (head_dim as f32).sqrt();
+    let s = AttnShape { tokens, heads, kv_heads, head_dim, pos0, ctx, scale };
+    let qd = b.upload("q", &q).map_err(e(op))?;
+    let kd = b.upload("k", &k).map_err(e(op))?;
+    let vd = b.upload("v", &v).map_err(e(op))?;
+    let od = b.alloc("o", q.len()).map_err(e(op))?;
+    b.attention(&qd, &kd, &vd, &od, s).map_err(e(op))?;
+    let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
+    let want = oracle::attention(&q, &k, &v, tokens, heads, kv_heads, head_dim, pos0, scale);
+    compare(op, format!("tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx}"), bounds::ATTENTION, &want, &got)
+}
+
+/// SiLU(gate) * up.
+pub async fn silu_mul<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "silu_mul";
+    let mut rng = Pcg32::new(seed);
+    let n = rng.range(1, 5000);
+    let g = rng.normal_vec(n, 3.0);
+    let u = rng.normal_vec(n, 1.0);
+    let (gd, ud, od) = (b.upload("g", &g).map_err(e(op))?, b.upload("u", &u).map_err(e(op))?, b.alloc("o", n).map_err(e(op))?);
+    b.silu_mul(&gd, &ud, &od, n).map_err(e(op))?;
+    let got = b.read(&od, 0, n).await.map_err(e(op))?;
+    compare(op, format!("n={n}"), bounds::ELEMENTWISE, &oracle::silu_mul(&g, &u), &got)
+}
+
+/// Residual add in place; elements past `n` must stay untouched.
+pub async fn add<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "add_assign";
+    let mut rng = Pcg32::new(seed);
+    let n = rng.range(1, 5000);
+    let extra = rng.range(1, 40);
+    let a = rng.normal_vec(n + extra, 1.0);
+    let x = rng.normal_vec(n + extra, 1.0);
+    let (ad, xd) = (b.upload("a", &a).map_err(e(op))?, b.upload("x", &x).map_err(e(op))?);
+    b.add_assign(&ad, &xd, n).map_err(e(op))?;
+    let got = b.read(&ad, 0, n + extra).await.map_err(e(op))?;
+    let want: Vec<f64> = (0..n + extra)
+        .map(|i| if i < n { a[i] as f64 + x[i] as f64 } else { a[i] as f64 })
+        .collect();
+    compare(op, format!("n={n} (+{extra} untouched)"), bounds::ADD, &want, &got)
+}
+
+/// Row softmax.
+pub async fn softmax<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "softmax";
+    let mut rng = Pcg32::new(seed);
+    let (rows, cols) = (rng.range(1, 5), rng.range(1, 3000));
+    let x = rng.normal_vec(rows * cols, 4.0);
+    let (xd, od) = (b.upload("x", &x).map_err(e(op))?, b.alloc("o", rows * cols).map_err(e(op))?);
+    b.softmax(&xd, &od, rows, cols).map_err(e(op))?;
+    let got = b.read(&od, 0, rows * cols).await.map_err(e(op))?;
+    compare(op, format!("rows={rows} cols={cols}"), bounds::SOFTMAX, &oracle::softmax(&x, rows, cols), &got)
+}
+
+/// Embedding rows gathered from an LQ4 table (repeated ids included).
+pub async fn embed_q4<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "embed_q4";
+    let mut rng = Pcg32::new(seed);
+    let (vocab, cols, tokens) = (rng.range(1, 200), 32 * rng.range(1, 10), rng.range(1, 7));
+    let w = random_q4(&mut rng, vocab, cols);
+    let ids: Vec<u32> = (0..tokens).map(|_| rng.range(0, vocab - 1) as u32).collect();
+    let wd = b.upload_q4("table", &w).map_err(e(op))?;
+    let od = b.alloc("o", tokens * cols).map_err(e(op))?;
+    b.embed_q4(&ids, &wd, &od).map_err(e(op))?;
+    let got = b.read(&od, 0, tokens * cols).await.map_err(e(op))?;
+    let want: Vec<f64> = ids
+        .iter()
+        .flat_map(|&id| (0..cols).map(move |k| (id as usize, k)))
+        .map(|(id, k)| oracle::q4_weight(&w, id, k))
+        .collect();
+    compare(op, format!("vocab={vocab} cols={cols} tokens={tokens}"), bounds::EMBED, &want, &got)
+}
+
+/// Top-k with ties and a NaN, multi-stage when `n` is large, plus the normaliser.
+pub async fn select<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "select";
+    let mut rng = Pcg32::new(seed);
+    let n = if seed % 2 == 0 { rng.range(1, 4000) } else { rng.range(4097, 40000) };
+    let k = rng.range(1, 64.min(n));
+    // Few distinct levels, so ties are frequent and the lower-id rule is exercised.
+    let mut x: Vec<f32> = (0..n).map(|_| (rng.normal() * 4.0).round() / 2.0).collect();
+    let nan_at = rng.range(0, n - 1);
+    x[nan_at] = f32::NAN;
+    let inv_temp = 1.0 / rng.uniform(0.3, 1.5);
+    let xd = b.upload("logits", &x).map_err(e(op))?;
+    let got = b.select(&xd, n, k, Some(inv_temp)).await.map_err(e(op))?;
+    // Oracle: stable sort, descending, NaN lowest.
+    let key = |v: f32| if v.is_nan() { f32::MIN } else { v };
+    let mut idx: Vec<usize> = (0..n).collect();
+    idx.sort_by(|&a, &c| key(x[c]).total_cmp(&key(x[a])).then(a.cmp(&c)));
+    let want: Vec<(u32, f32)> = idx[..k].iter().map(|&i| (i as u32, key(x[i]))).collect();
+    if got.top != want {
+        let at = got.top.iter().zip(&want).position(|(g, w)| g != w).unwrap_or(0);
+        return Err(format!("{op} n={n} k={k}: top-k differs at rank {at}: got {:?}, want {:?}", got.top.get(at), want.get(at)));
+    }
+    let mx = want[0].1 as f64;
+    let z: f64 = x.iter().filter(|v| !v.is_nan()).map(|&v| ((v as f64 - mx) * inv_temp as f64).exp()).sum();
+    let gz = got.sum_exp.ok_or_else(|| format!("{op}: no normaliser returned"))?;
+    compare(op, format!("n={n} k={k} (normaliser)"), bounds::SUM_EXP, &[z], &[gz as f32])
+}
+
+/// Bad calls come back as errors, never panics, and name the op.
+pub async fn rejects_bad_shapes<B: Backend>(b: &B) -> Check {
+    let op = "errors";
+    let mut rng = Pcg32::new(9);
+    let w = random_q4(&mut rng, 8, 64);
+    let wd = b.upload_q4("w", &w).map_err(e(op))?;
+    let small = b.alloc("small", 10).map_err(e(op))?;
+    let out = b.alloc("out", 8).map_err(e(op))?;
+    let mut failures = Vec::new();
+    let mut expect = |name: &str, r: lorekeeper_engine::Result<()>, needle: &str| match r {
+        Ok(()) => failures.push(format!("{name}: accepted")),
+        Err(err) if !err.to_string().contains(needle) => failures.push(format!("{name}: message '{err}' lacks '{needle}'")),
+        Err(_) => {}
+    };
+    expect("short x", b.q4_matmul(&small, &wd, &out, 1, MatmulKernel::Gemv), "q4_matmul");
+    expect("alias", b.add_assign(&out, &out, 8), "also an input");
+    expect("bad id", b.embed_q4(&[8], &wd, &out), "token id 8");
+    let s = AttnShape { tokens: 2, heads: 3, kv_heads: 2, head_dim: 4, pos0: 0, ctx: 4, scale: 1.0 };
+    expect("gqa", b.attention(&small, &small, &small, &out, s), "not a multiple");
+    let sel = b.select(&out, 8, 0, None).await.map(|_| ());
+    expect("k=0", sel, "k = 0");
+    if failures.is_empty() {
+        Ok("errors: 5 bad calls rejected with named errors".into())
+    } else {
+        Err(failures.join("; "))
+    }
+}
