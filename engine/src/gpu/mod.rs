@@ -145,7 +145,12 @@ impl GpuContext {
 
     /// [`GpuContext::new`] for an adapter already chosen.
     pub async fn from_adapter(adapter: wgpu::Adapter, req: Requirements) -> Result<GpuContext> {
-        let info = adapter.get_info();
+        #[allow(unused_mut)]
+        let mut info = adapter.get_info();
+        #[cfg(target_arch = "wasm32")]
+        if info.name.is_empty() {
+            info.name = browser_adapter_name().await;
+        }
         let have = adapter.limits();
         let limits = required_limits(&info.name, &have, &req)?;
         let (device, queue) = adapter
@@ -503,6 +508,40 @@ impl GpuContext {
     /// The 16-byte placeholder for unused optional bindings.
     pub(crate) fn dummy(&self) -> &wgpu::Buffer {
         &self.dummy
+    }
+}
+
+/// The browser's own words for its adapter (`GPUAdapterInfo` vendor, architecture,
+/// description), which wgpu leaves empty: e.g. `google swiftshader`.
+#[cfg(target_arch = "wasm32")]
+async fn browser_adapter_name() -> String {
+    use wasm_bindgen::{JsCast, JsValue};
+    let get = |o: &JsValue, k: &str| js_sys::Reflect::get(o, &JsValue::from_str(k)).ok();
+    let global = js_sys::global();
+    let Some(gpu) = get(&global, "navigator").and_then(|n| get(&n, "gpu")) else {
+        return "WebGPU (unnamed)".into();
+    };
+    let Some(request) = get(&gpu, "requestAdapter").and_then(|f| f.dyn_into::<js_sys::Function>().ok()) else {
+        return "WebGPU (unnamed)".into();
+    };
+    let Ok(promise) = request.call0(&gpu).and_then(|p| p.dyn_into::<js_sys::Promise>()) else {
+        return "WebGPU (unnamed)".into();
+    };
+    let Ok(adapter) = wasm_bindgen_futures::JsFuture::from(promise).await else {
+        return "WebGPU (unnamed)".into();
+    };
+    let Some(info) = get(&adapter, "info") else {
+        return "WebGPU (unnamed)".into();
+    };
+    let words: Vec<String> = ["vendor", "architecture", "description"]
+        .iter()
+        .filter_map(|k| get(&info, k).and_then(|v| v.as_string()))
+        .filter(|s| !s.is_empty())
+        .collect();
+    if words.is_empty() {
+        "WebGPU (unnamed)".into()
+    } else {
+        words.join(" ")
     }
 }
 

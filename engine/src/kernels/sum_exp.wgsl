@@ -16,6 +16,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> x: array<f32>;            // [n]
 @group(0) @binding(2) var<storage, read_write> part: array<f32>;   // [workgroups][2]
 
+const LOWEST: f32 = -0x1.fffffep+127f;  // -f32::MAX, exact
+
 var<workgroup> red: array<f32, 256>;
 
 @compute @workgroup_size(WG)
@@ -26,7 +28,7 @@ fn main(
 ) {
     let wg = wid.x + wid.y * nwg.x;
     let base = wg * WG * E;
-    var mx = -3.4028235e38;
+    var mx = LOWEST;
     for (var e = 0u; e < E; e++) {
         let j = base + e * WG + lid;
         if (j < p.n && x[j] > mx) {
@@ -46,7 +48,7 @@ fn main(
     var sum = 0.0;
     for (var e = 0u; e < E; e++) {
         let j = base + e * WG + lid;
-        if (j < p.n && x[j] >= -3.4028235e38) {
+        if (j < p.n && x[j] >= LOWEST) {
             sum += exp((x[j] - mx) * p.inv_temp);
         }
     }

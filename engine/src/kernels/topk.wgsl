@@ -19,7 +19,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> vals_out: array<f32>;  // [workgroups][k]
 @group(0) @binding(4) var<storage, read_write> idx_out: array<u32>;   // [workgroups][k]
 
-const LOWEST: f32 = -3.4028235e38;
+const LOWEST: f32 = -0x1.fffffep+127f;  // -f32::MAX, exact (a decimal literal may round past it)
 const NONE: u32 = 0xFFFFFFFFu;
 
 var<workgroup> rv: array<f32, 256>;

@@ -1,0 +1,72 @@
+//! Browser runner: the same suite checks as `kernels.rs`, in headless Chromium's WebGPU
+//! (SwiftShader in CI) and on the CPU reference compiled to wasm.
+//! Run: `cargo test -p lorekeeper-tests --target wasm32-unknown-unknown` with
+//! `CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner` (see `.ci/run`).
+
+#![cfg(target_arch = "wasm32")]
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements};
+use lorekeeper_tests::suite;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+thread_local! {
+    static CTX: RefCell<Option<Rc<GpuContext>>> = const { RefCell::new(None) };
+}
+
+async fn gpu() -> Rc<GpuContext> {
+    if let Some(c) = CTX.with(|c| c.borrow().clone()) {
+        return c;
+    }
+    let c = match GpuContext::new(Requirements::default()).await {
+        Ok(c) => Rc::new(c),
+        Err(e) => panic!("no WebGPU adapter for the kernel tests: {e}"),
+    };
+    console_log!("adapter: {}", c.adapter_description());
+    CTX.with(|s| *s.borrow_mut() = Some(c.clone()));
+    c
+}
+
+const SEEDS: [u64; 2] = [1, 2];
+
+fn report(who: &str, seed: u64, r: suite::Check) {
+    match r {
+        Ok(line) => console_log!("[{who}] seed {seed}: {line}"),
+        Err(msg) => panic!("[{who}] seed {seed}: {msg}"),
+    }
+}
+
+macro_rules! on_both {
+    ($($name:ident),*) => {
+        mod cpu {
+            use super::*;
+            $( #[wasm_bindgen_test] async fn $name() {
+                for seed in SEEDS { report(&CpuBackend.describe(), seed, suite::$name(&CpuBackend, seed).await); }
+            } )*
+        }
+        mod webgpu {
+            use super::*;
+            $( #[wasm_bindgen_test] async fn $name() {
+                let g = gpu().await;
+                for seed in SEEDS { report(&g.describe(), seed, suite::$name(&*g, seed).await); }
+            } )*
+        }
+    };
+}
+
+on_both!(q4_gemv, q4_gemm, rms_norm, rope, attention, silu_mul, add, softmax, embed_q4, select);
+
+#[wasm_bindgen_test]
+async fn errors_are_named_not_panics() {
+    let g = gpu().await;
+    for r in [suite::rejects_bad_shapes(&CpuBackend).await, suite::rejects_bad_shapes(&*g).await] {
+        match r {
+            Ok(line) => console_log!("{line}"),
+            Err(msg) => panic!("{msg}"),
+        }
+    }
+}
