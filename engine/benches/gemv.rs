@@ -27,13 +27,17 @@ fn time_it(ctx: &GpuContext, iters: usize, mut record: impl FnMut()) -> f64 {
     // Warm up (pipeline compile, first touch), then time `iters` dispatches in one submission.
     record();
     ctx.flush().expect("flush");
-    ctx.device().poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+    ctx.device()
+        .poll(wgpu::PollType::wait_indefinitely())
+        .expect("poll");
     let t = Instant::now();
     for _ in 0..iters {
         record();
     }
     ctx.flush().expect("flush");
-    ctx.device().poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+    ctx.device()
+        .poll(wgpu::PollType::wait_indefinitely())
+        .expect("poll");
     t.elapsed().as_secs_f64() / iters as f64
 }
 
@@ -56,12 +60,18 @@ fn main() {
         let x = ctx.upload("x", &rng.normal_vec(k, 1.0)).expect("x");
         let out = ctx.alloc("out", n).expect("out");
         let bytes = (q.data.len() * 4 + k * 4 + n * 4) as f64;
-        let iters = if quick { 3 } else { (2e9 / bytes).clamp(5.0, 200.0) as usize };
+        let iters = if quick {
+            3
+        } else {
+            (2e9 / bytes).clamp(5.0, 200.0) as usize
+        };
         // Copy yardstick: read + write `bytes` in total.
         let half = (bytes as usize / 2).next_multiple_of(16);
         let src = ctx.alloc("copy src", half / 4).expect("src");
         let dst = ctx.alloc("copy dst", half / 4).expect("dst");
-        let copy_s = time_it(&ctx, iters, || kernels::copy::dispatch(&ctx, &src.buf, &dst.buf, half / 4).expect("copy"));
+        let copy_s = time_it(&ctx, iters, || {
+            kernels::copy::dispatch(&ctx, &src.buf, &dst.buf, half / 4).expect("copy")
+        });
         let copy_bw = 2.0 * half as f64 / copy_s / 1e9;
         let mut best = (0.0f64, 0u32);
         let tprs: Vec<u32> = match std::env::var("LK_BENCH_TPR") {
@@ -70,7 +80,10 @@ fn main() {
         };
         for tpr in tprs {
             ctx.tuning.gemv_tpr = tpr;
-            let s = time_it(&ctx, iters, || ctx.q4_matmul(&x, &wd, &out, 1, MatmulKernel::Gemv).expect("gemv"));
+            let s = time_it(&ctx, iters, || {
+                ctx.q4_matmul(&x, &wd, &out, 1, MatmulKernel::Gemv)
+                    .expect("gemv")
+            });
             let bw = bytes / s / 1e9;
             if bw > best.0 {
                 best = (bw, tpr);

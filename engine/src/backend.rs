@@ -189,7 +189,12 @@ pub fn rope_table(theta: f32, rot_dim: usize, positions: usize) -> Vec<f32> {
 }
 
 /// Fails unless `buf` holds at least `need` elements.
-pub(crate) fn need_len<B: BufferLen>(op: &'static str, what: &str, buf: &B, need: usize) -> Result<()> {
+pub(crate) fn need_len<B: BufferLen>(
+    op: &'static str,
+    what: &str,
+    buf: &B,
+    need: usize,
+) -> Result<()> {
     if buf.len() < need {
         return Err(shape_err(
             op,
@@ -203,7 +208,13 @@ pub(crate) fn need_len<B: BufferLen>(op: &'static str, what: &str, buf: &B, need
 pub(crate) mod check {
     use super::*;
 
-    pub fn q4_matmul<B: BufferLen>(x: &B, out: &B, rows: usize, cols: usize, m: usize) -> Result<()> {
+    pub fn q4_matmul<B: BufferLen>(
+        x: &B,
+        out: &B,
+        rows: usize,
+        cols: usize,
+        m: usize,
+    ) -> Result<()> {
         if m == 0 {
             return Err(shape_err("q4_matmul", "zero activation rows"));
         }
@@ -221,10 +232,13 @@ pub(crate) mod check {
     }
 
     pub fn rope<B: BufferLen>(x: &B, table: &B, s: RopeShape) -> Result<()> {
-        if s.rot_dim % 2 != 0 || s.rot_dim > s.head_dim || s.rot_dim == 0 {
+        if !s.rot_dim.is_multiple_of(2) || s.rot_dim > s.head_dim || s.rot_dim == 0 {
             return Err(shape_err(
                 "rope",
-                format!("rot_dim {} must be even, positive and <= head_dim {}", s.rot_dim, s.head_dim),
+                format!(
+                    "rot_dim {} must be even, positive and <= head_dim {}",
+                    s.rot_dim, s.head_dim
+                ),
             ));
         }
         need_len("rope", "x", x, s.tokens * s.heads * s.head_dim)?;
@@ -237,19 +251,29 @@ pub(crate) mod check {
     }
 
     pub fn attention<B: BufferLen>(q: &B, k: &B, v: &B, out: &B, s: AttnShape) -> Result<()> {
-        if s.kv_heads == 0 || s.heads % s.kv_heads != 0 {
+        if s.kv_heads == 0 || !s.heads.is_multiple_of(s.kv_heads) {
             return Err(shape_err(
                 "attention",
-                format!("{} query heads are not a multiple of {} kv heads", s.heads, s.kv_heads),
+                format!(
+                    "{} query heads are not a multiple of {} kv heads",
+                    s.heads, s.kv_heads
+                ),
             ));
         }
         if s.head_dim == 0 || s.head_dim > 256 {
-            return Err(shape_err("attention", format!("head_dim {} not in 1..=256", s.head_dim)));
+            return Err(shape_err(
+                "attention",
+                format!("head_dim {} not in 1..=256", s.head_dim),
+            ));
         }
         if s.pos0 + s.tokens > s.ctx {
             return Err(shape_err(
                 "attention",
-                format!("positions up to {} exceed the cache of {}", s.pos0 + s.tokens, s.ctx),
+                format!(
+                    "positions up to {} exceed the cache of {}",
+                    s.pos0 + s.tokens,
+                    s.ctx
+                ),
             ));
         }
         let qn = s.tokens * s.heads * s.head_dim;

@@ -3,7 +3,9 @@
 
 use std::sync::{Arc, RwLock};
 
-use crate::backend::{check, need_len, AttnShape, Backend, BufferLen, MatmulKernel, RopeShape, Selection};
+use crate::backend::{
+    check, need_len, AttnShape, Backend, BufferLen, MatmulKernel, RopeShape, Selection,
+};
 use crate::error::{shape_err, Result};
 use crate::kernels;
 use crate::quant::Q4Matrix;
@@ -74,7 +76,14 @@ impl Backend for CpuBackend {
         Ok(buf.get()[offset..offset + len].to_vec())
     }
 
-    fn q4_matmul(&self, x: &CpuBuffer, w: &Arc<Q4Matrix>, out: &CpuBuffer, m: usize, kernel: MatmulKernel) -> Result<()> {
+    fn q4_matmul(
+        &self,
+        x: &CpuBuffer,
+        w: &Arc<Q4Matrix>,
+        out: &CpuBuffer,
+        m: usize,
+        kernel: MatmulKernel,
+    ) -> Result<()> {
         check::q4_matmul(x, out, w.rows, w.cols, m)?;
         no_alias("q4_matmul", out, &[x])?;
         let (x, mut o) = (x.get(), out.get_mut());
@@ -85,10 +94,27 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn rms_norm(&self, x: &CpuBuffer, weight: &CpuBuffer, out: &CpuBuffer, rows: usize, dim: usize, eps: f32, weight_offset: f32) -> Result<()> {
+    fn rms_norm(
+        &self,
+        x: &CpuBuffer,
+        weight: &CpuBuffer,
+        out: &CpuBuffer,
+        rows: usize,
+        dim: usize,
+        eps: f32,
+        weight_offset: f32,
+    ) -> Result<()> {
         check::rms_norm(x, weight, out, rows, dim)?;
         no_alias("rms_norm", out, &[x, weight])?;
-        kernels::rms_norm::cpu(&x.get(), &weight.get(), &mut out.get_mut(), rows, dim, eps, weight_offset);
+        kernels::rms_norm::cpu(
+            &x.get(),
+            &weight.get(),
+            &mut out.get_mut(),
+            rows,
+            dim,
+            eps,
+            weight_offset,
+        );
         Ok(())
     }
 
@@ -99,10 +125,23 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn attention(&self, q: &CpuBuffer, k_cache: &CpuBuffer, v_cache: &CpuBuffer, out: &CpuBuffer, shape: AttnShape) -> Result<()> {
+    fn attention(
+        &self,
+        q: &CpuBuffer,
+        k_cache: &CpuBuffer,
+        v_cache: &CpuBuffer,
+        out: &CpuBuffer,
+        shape: AttnShape,
+    ) -> Result<()> {
         check::attention(q, k_cache, v_cache, out, shape)?;
         no_alias("attention", out, &[q, k_cache, v_cache])?;
-        kernels::attention::cpu(&q.get(), &k_cache.get(), &v_cache.get(), &mut out.get_mut(), shape);
+        kernels::attention::cpu(
+            &q.get(),
+            &k_cache.get(),
+            &v_cache.get(),
+            &mut out.get_mut(),
+            shape,
+        );
         Ok(())
     }
 
@@ -133,25 +172,43 @@ impl Backend for CpuBackend {
 
     fn embed_q4(&self, ids: &[u32], table: &Arc<Q4Matrix>, out: &CpuBuffer) -> Result<()> {
         if let Some(bad) = ids.iter().find(|&&i| i as usize >= table.rows) {
-            return Err(shape_err("embed_q4", format!("token id {bad} is outside the vocabulary of {}", table.rows)));
+            return Err(shape_err(
+                "embed_q4",
+                format!("token id {bad} is outside the vocabulary of {}", table.rows),
+            ));
         }
         need_len("embed_q4", "out", out, ids.len() * table.cols)?;
         kernels::embed_q4::cpu(ids, table, &mut out.get_mut());
         Ok(())
     }
 
-    fn copy(&self, src: &CpuBuffer, src_offset: usize, dst: &CpuBuffer, dst_offset: usize, len: usize) -> Result<()> {
+    fn copy(
+        &self,
+        src: &CpuBuffer,
+        src_offset: usize,
+        dst: &CpuBuffer,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
         need_len("copy", "source", src, src_offset + len)?;
         need_len("copy", "destination", dst, dst_offset + len)?;
         if Arc::ptr_eq(&src.0, &dst.0) {
-            dst.get_mut().copy_within(src_offset..src_offset + len, dst_offset);
+            dst.get_mut()
+                .copy_within(src_offset..src_offset + len, dst_offset);
         } else {
-            dst.get_mut()[dst_offset..dst_offset + len].copy_from_slice(&src.get()[src_offset..src_offset + len]);
+            dst.get_mut()[dst_offset..dst_offset + len]
+                .copy_from_slice(&src.get()[src_offset..src_offset + len]);
         }
         Ok(())
     }
 
-    async fn select(&self, logits: &CpuBuffer, n: usize, k: usize, inv_temp: Option<f32>) -> Result<Selection> {
+    async fn select(
+        &self,
+        logits: &CpuBuffer,
+        n: usize,
+        k: usize,
+        inv_temp: Option<f32>,
+    ) -> Result<Selection> {
         check::select(logits, n, k)?;
         Ok(kernels::topk::cpu(&logits.get()[..n], k, inv_temp))
     }

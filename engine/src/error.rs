@@ -42,7 +42,9 @@ pub enum EngineError {
         detail: String,
     },
     /// A buffer would exceed a device limit.
-    #[error("buffer '{label}' needs {bytes} bytes but the device allows at most {limit} per {what}")]
+    #[error(
+        "buffer '{label}' needs {bytes} bytes but the device allows at most {limit} per {what}"
+    )]
     TooLarge {
         /// Buffer label.
         label: String,

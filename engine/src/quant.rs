@@ -81,10 +81,13 @@ impl Q4Matrix {
 
     /// Checks that `data` has exactly the length the shape requires.
     pub fn validate(&self, name: &str) -> Result<()> {
-        if self.cols == 0 || self.cols % GROUP != 0 {
+        if self.cols == 0 || !self.cols.is_multiple_of(GROUP) {
             return Err(EngineError::Quantize {
                 tensor: name.into(),
-                detail: format!("columns {} are not a positive multiple of {GROUP}", self.cols),
+                detail: format!(
+                    "columns {} are not a positive multiple of {GROUP}",
+                    self.cols
+                ),
             });
         }
         let want = Self::words_for(self.rows, self.cols);
@@ -122,7 +125,10 @@ impl Q4Matrix {
     #[inline]
     pub fn row_scales(&self, n: usize) -> (f32, f32) {
         let o = self.rows_offset() + 2 * n;
-        (f32::from_bits(self.data[o]), f32::from_bits(self.data[o + 1]))
+        (
+            f32::from_bits(self.data[o]),
+            f32::from_bits(self.data[o + 1]),
+        )
     }
 
     /// Dequantizes row `n` into `out` (length `cols`).
@@ -150,7 +156,6 @@ impl Q4Matrix {
 
     /// Rows `r0..r1` as their own LQ4 matrix (row blocks for binding-size limits).
     pub fn row_block(&self, r0: usize, r1: usize) -> Q4Matrix {
-        let mut w = vec![0f32; self.cols];
         let mut out = Q4Builder::new(r1 - r0, self.cols);
         for n in r0..r1 {
             // Copy codes and sub-scales verbatim (no requantization).
@@ -164,14 +169,13 @@ impl Q4Matrix {
                 .collect();
             out.put_row(n - r0, &codes, &subs, d, dmin);
         }
-        w.clear();
         out.finish()
     }
 
     /// Quantizes a row-major `[rows, cols]` f32 matrix. Fails on NaN/Inf or a bad shape,
     /// naming `name` and the first bad element.
     pub fn quantize(name: &str, rows: usize, cols: usize, w: &[f32]) -> Result<Q4Matrix> {
-        if cols == 0 || cols % GROUP != 0 {
+        if cols == 0 || !cols.is_multiple_of(GROUP) {
             return Err(EngineError::Quantize {
                 tensor: name.into(),
                 detail: format!("columns {cols} are not a positive multiple of {GROUP}"),
@@ -212,14 +216,26 @@ impl Q4Matrix {
             let d = if max_s > 0.0 { max_s / 255.0 } else { 0.0 };
             let dmin = if max_m > 0.0 { max_m / 255.0 } else { 0.0 };
             for g in 0..groups {
-                let sc = if d > 0.0 { (scales[g] / d).round().clamp(0.0, 255.0) } else { 0.0 };
-                let mn = if dmin > 0.0 { (mins[g] / dmin).round().clamp(0.0, 255.0) } else { 0.0 };
+                let sc = if d > 0.0 {
+                    (scales[g] / d).round().clamp(0.0, 255.0)
+                } else {
+                    0.0
+                };
+                let mn = if dmin > 0.0 {
+                    (mins[g] / dmin).round().clamp(0.0, 255.0)
+                } else {
+                    0.0
+                };
                 subs[g] = (sc as u8, mn as u8);
                 let s = d * sc;
                 let m = dmin * mn;
                 for i in 0..GROUP {
                     let k = g * GROUP + i;
-                    let q = if s > 0.0 { ((row[k] + m) / s).round().clamp(0.0, 15.0) } else { 0.0 };
+                    let q = if s > 0.0 {
+                        ((row[k] + m) / s).round().clamp(0.0, 15.0)
+                    } else {
+                        0.0
+                    };
                     codes[k] = q as u8;
                 }
             }
@@ -261,9 +277,12 @@ fn fit_group(x: &[f32]) -> (f32, f32) {
         }
         // Least squares for v ≈ s*q + c (c = -m).
         let n = x.len() as f32;
-        let (sq, sqq, sv, sqv) = q.iter().zip(x).fold((0.0, 0.0, 0.0, 0.0), |acc, (&qi, &v)| {
-            (acc.0 + qi, acc.1 + qi * qi, acc.2 + v, acc.3 + qi * v)
-        });
+        let (sq, sqq, sv, sqv) = q
+            .iter()
+            .zip(x)
+            .fold((0.0, 0.0, 0.0, 0.0), |acc, (&qi, &v)| {
+                (acc.0 + qi, acc.1 + qi * qi, acc.2 + v, acc.3 + qi * v)
+            });
         let det = n * sqq - sq * sq;
         if det <= 0.0 {
             continue;
@@ -352,8 +371,13 @@ mod tests {
         q.validate("t").expect("valid");
         let dq = q.dequantize();
         let rms_w = (w.iter().map(|x| x * x).sum::<f32>() / w.len() as f32).sqrt();
-        let rms_e =
-            (w.iter().zip(&dq).map(|(a, b)| (a - b) * (a - b)).sum::<f32>() / w.len() as f32).sqrt();
+        let rms_e = (w
+            .iter()
+            .zip(&dq)
+            .map(|(a, b)| (a - b) * (a - b))
+            .sum::<f32>()
+            / w.len() as f32)
+            .sqrt();
         // 4-bit asymmetric on Gaussian data: ~10% relative RMS error; fail well above that.
         assert!(rms_e / rms_w < 0.12, "relative rms error {}", rms_e / rms_w);
         assert!((q.bits_per_weight() - (4.5 + 64.0 / k as f64)).abs() < 0.1);
@@ -366,7 +390,9 @@ mod tests {
         assert!(Q4Matrix::quantize("t", 1, 33, &[0.0; 33]).is_err());
         let mut w = vec![0.0; 64];
         w[40] = f32::NAN;
-        let e = Q4Matrix::quantize("blk.0.w", 2, 32, &w).unwrap_err().to_string();
+        let e = Q4Matrix::quantize("blk.0.w", 2, 32, &w)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("blk.0.w") && e.contains("row 1"), "{e}");
     }
 }

@@ -71,7 +71,8 @@ impl Tolerance {
             };
             let err = (a - e).abs();
             let bound = self.abs + self.rel * e.abs();
-            let bad = !(err <= bound) && !(a == e);
+            let within = err <= bound || a == e; // false for NaN
+            let bad = !within;
             if err.is_finite() {
                 max_abs_err = max_abs_err.max(err);
             } else if bad {
@@ -79,7 +80,11 @@ impl Tolerance {
             }
             if bad {
                 count += 1;
-                let excess = if err.is_finite() { err - bound } else { f64::INFINITY };
+                let excess = if err.is_finite() {
+                    err - bound
+                } else {
+                    f64::INFINITY
+                };
                 if worst.is_none_or(|(_, w)| excess > w) {
                     worst = Some((i, excess));
                 }

@@ -24,7 +24,14 @@ pub fn q4_matmul(x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
 }
 
 /// RMSNorm.
-pub fn rms_norm(x: &[f32], weight: &[f32], rows: usize, dim: usize, eps: f32, offset: f32) -> Vec<f64> {
+pub fn rms_norm(
+    x: &[f32],
+    weight: &[f32],
+    rows: usize,
+    dim: usize,
+    eps: f32,
+    offset: f32,
+) -> Vec<f64> {
     let mut out = Vec::with_capacity(rows * dim);
     for r in 0..rows {
         let xr = &x[r * dim..(r + 1) * dim];
@@ -39,7 +46,15 @@ pub fn rms_norm(x: &[f32], weight: &[f32], rows: usize, dim: usize, eps: f32, of
 
 /// RoPE from a `[pos][rot/2][cos, sin]` table, rotate-half pairing.
 #[allow(clippy::too_many_arguments)]
-pub fn rope(x: &[f32], table: &[f32], tokens: usize, heads: usize, head_dim: usize, rot: usize, pos0: usize) -> Vec<f64> {
+pub fn rope(
+    x: &[f32],
+    table: &[f32],
+    tokens: usize,
+    heads: usize,
+    head_dim: usize,
+    rot: usize,
+    pos0: usize,
+) -> Vec<f64> {
     let mut out: Vec<f64> = x.iter().map(|&v| v as f64).collect();
     let half = rot / 2;
     for t in 0..tokens {
@@ -59,7 +74,17 @@ pub fn rope(x: &[f32], table: &[f32], tokens: usize, heads: usize, head_dim: usi
 
 /// Causal GQA attention, caches `[ctx][kv_heads][d]`.
 #[allow(clippy::too_many_arguments)]
-pub fn attention(q: &[f32], k: &[f32], v: &[f32], tokens: usize, heads: usize, kv_heads: usize, d: usize, pos0: usize, scale: f32) -> Vec<f64> {
+pub fn attention(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    tokens: usize,
+    heads: usize,
+    kv_heads: usize,
+    d: usize,
+    pos0: usize,
+    scale: f32,
+) -> Vec<f64> {
     let mut out = vec![0f64; tokens * heads * d];
     for t in 0..tokens {
         for h in 0..heads {
@@ -68,7 +93,10 @@ pub fn attention(q: &[f32], k: &[f32], v: &[f32], tokens: usize, heads: usize, k
             let s: Vec<f64> = (0..n)
                 .map(|j| {
                     (0..d)
-                        .map(|i| q[(t * heads + h) * d + i] as f64 * k[(j * kv_heads + kvh) * d + i] as f64)
+                        .map(|i| {
+                            q[(t * heads + h) * d + i] as f64
+                                * k[(j * kv_heads + kvh) * d + i] as f64
+                        })
                         .sum::<f64>()
                         * scale as f64
                 })
@@ -77,7 +105,10 @@ pub fn attention(q: &[f32], k: &[f32], v: &[f32], tokens: usize, heads: usize, k
             let e: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
             let z: f64 = e.iter().sum();
             for i in 0..d {
-                out[(t * heads + h) * d + i] = (0..n).map(|j| e[j] * v[(j * kv_heads + kvh) * d + i] as f64).sum::<f64>() / z;
+                out[(t * heads + h) * d + i] = (0..n)
+                    .map(|j| e[j] * v[(j * kv_heads + kvh) * d + i] as f64)
+                    .sum::<f64>()
+                    / z;
             }
         }
     }
@@ -100,7 +131,10 @@ pub fn softmax(x: &[f32], rows: usize, cols: usize) -> Vec<f64> {
     let mut out = Vec::with_capacity(rows * cols);
     for r in 0..rows {
         let xr = &x[r * cols..(r + 1) * cols];
-        let mx = xr.iter().map(|&v| v as f64).fold(f64::NEG_INFINITY, f64::max);
+        let mx = xr
+            .iter()
+            .map(|&v| v as f64)
+            .fold(f64::NEG_INFINITY, f64::max);
         let z: f64 = xr.iter().map(|&v| (v as f64 - mx).exp()).sum();
         out.extend(xr.iter().map(|&v| (v as f64 - mx).exp() / z));
     }

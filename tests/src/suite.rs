@@ -69,7 +69,13 @@ async fn q4_matmul<B: Backend>(b: &B, seed: u64, kernel: MatmulKernel) -> Check 
     let od = b.alloc("out", m * n).map_err(e(op))?;
     b.q4_matmul(&xd, &wd, &od, m, kernel).map_err(e(op))?;
     let got = b.read(&od, 0, m * n).await.map_err(e(op))?;
-    compare(op, format!("m={m} n={n} k={k}"), bounds::Q4_MATMUL, &oracle::q4_matmul(&x, &w, m), &got)
+    compare(
+        op,
+        format!("m={m} n={n} k={k}"),
+        bounds::Q4_MATMUL,
+        &oracle::q4_matmul(&x, &w, m),
+        &got,
+    )
 }
 
 /// 4-bit GEMV (decode).
@@ -91,10 +97,21 @@ pub async fn rms_norm<B: Backend>(b: &B, seed: u64) -> Check {
     let eps = 1e-6;
     let x = rng.normal_vec(rows * dim, 2.0);
     let w = rng.normal_vec(dim, 1.0);
-    let (xd, wd, od) = (b.upload("x", &x).map_err(e(op))?, b.upload("w", &w).map_err(e(op))?, b.alloc("o", rows * dim).map_err(e(op))?);
-    b.rms_norm(&xd, &wd, &od, rows, dim, eps, offset).map_err(e(op))?;
+    let (xd, wd, od) = (
+        b.upload("x", &x).map_err(e(op))?,
+        b.upload("w", &w).map_err(e(op))?,
+        b.alloc("o", rows * dim).map_err(e(op))?,
+    );
+    b.rms_norm(&xd, &wd, &od, rows, dim, eps, offset)
+        .map_err(e(op))?;
     let got = b.read(&od, 0, rows * dim).await.map_err(e(op))?;
-    compare(op, format!("rows={rows} dim={dim} offset={offset}"), bounds::RMS_NORM, &oracle::rms_norm(&x, &w, rows, dim, eps, offset), &got)
+    compare(
+        op,
+        format!("rows={rows} dim={dim} offset={offset}"),
+        bounds::RMS_NORM,
+        &oracle::rms_norm(&x, &w, rows, dim, eps, offset),
+        &got,
+    )
 }
 
 /// RoPE, full and partial rotary, at an offset position.
@@ -103,15 +120,34 @@ pub async fn rope<B: Backend>(b: &B, seed: u64) -> Check {
     let mut rng = Pcg32::new(seed);
     let (tokens, heads) = (rng.range(1, 5), rng.range(1, 6));
     let head_dim = 2 * rng.range(1, 65);
-    let rot = if seed % 2 == 0 { head_dim } else { 2 * rng.range(1, head_dim / 2) };
+    let rot = if seed.is_multiple_of(2) {
+        head_dim
+    } else {
+        2 * rng.range(1, head_dim / 2)
+    };
     let pos0 = rng.range(0, 50);
     let table = rope_table(1_000_000.0, rot, pos0 + tokens);
     let x = rng.normal_vec(tokens * heads * head_dim, 1.0);
-    let s = RopeShape { tokens, heads, head_dim, rot_dim: rot, pos0 };
-    let (xd, td) = (b.upload("x", &x).map_err(e(op))?, b.upload("table", &table).map_err(e(op))?);
+    let s = RopeShape {
+        tokens,
+        heads,
+        head_dim,
+        rot_dim: rot,
+        pos0,
+    };
+    let (xd, td) = (
+        b.upload("x", &x).map_err(e(op))?,
+        b.upload("table", &table).map_err(e(op))?,
+    );
     b.rope(&xd, &td, s).map_err(e(op))?;
     let got = b.read(&xd, 0, x.len()).await.map_err(e(op))?;
-    compare(op, format!("tokens={tokens} heads={heads} head_dim={head_dim} rot={rot} pos0={pos0}"), bounds::ROPE, &oracle::rope(&x, &table, tokens, heads, head_dim, rot, pos0), &got)
+    compare(
+        op,
+        format!("tokens={tokens} heads={heads} head_dim={head_dim} rot={rot} pos0={pos0}"),
+        bounds::ROPE,
+        &oracle::rope(&x, &table, tokens, heads, head_dim, rot, pos0),
+        &got,
+    )
 }
 
 /// Causal grouped-query attention; cache slots past the causal window hold NaN, so any
@@ -119,7 +155,11 @@ pub async fn rope<B: Backend>(b: &B, seed: u64) -> Check {
 pub async fn attention<B: Backend>(b: &B, seed: u64) -> Check {
     let op = "attention";
     let mut rng = Pcg32::new(seed);
-    let tokens = if seed % 2 == 0 { 1 } else { rng.range(2, 6) };
+    let tokens = if seed.is_multiple_of(2) {
+        1
+    } else {
+        rng.range(2, 6)
+    };
     let kv_heads = rng.range(1, 3);
     let heads = kv_heads * rng.range(1, 4);
     let head_dim = rng.range(1, 130);
@@ -132,7 +172,15 @@ pub async fn attention<B: Backend>(b: &B, seed: u64) -> Check {
     v[filled..].fill(f32::NAN);
     let q = rng.normal_vec(tokens * heads * head_dim, 1.0);
     let scale = 1.0 / (head_dim as f32).sqrt();
-    let s = AttnShape { tokens, heads, kv_heads, head_dim, pos0, ctx, scale };
+    let s = AttnShape {
+        tokens,
+        heads,
+        kv_heads,
+        head_dim,
+        pos0,
+        ctx,
+        scale,
+    };
     let qd = b.upload("q", &q).map_err(e(op))?;
     let kd = b.upload("k", &k).map_err(e(op))?;
     let vd = b.upload("v", &v).map_err(e(op))?;
@@ -140,7 +188,15 @@ pub async fn attention<B: Backend>(b: &B, seed: u64) -> Check {
     b.attention(&qd, &kd, &vd, &od, s).map_err(e(op))?;
     let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
     let want = oracle::attention(&q, &k, &v, tokens, heads, kv_heads, head_dim, pos0, scale);
-    compare(op, format!("tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx}"), bounds::ATTENTION, &want, &got)
+    compare(
+        op,
+        format!(
+            "tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx}"
+        ),
+        bounds::ATTENTION,
+        &want,
+        &got,
+    )
 }
 
 /// SiLU(gate) * up.
@@ -150,10 +206,20 @@ pub async fn silu_mul<B: Backend>(b: &B, seed: u64) -> Check {
     let n = rng.range(1, 5000);
     let g = rng.normal_vec(n, 3.0);
     let u = rng.normal_vec(n, 1.0);
-    let (gd, ud, od) = (b.upload("g", &g).map_err(e(op))?, b.upload("u", &u).map_err(e(op))?, b.alloc("o", n).map_err(e(op))?);
+    let (gd, ud, od) = (
+        b.upload("g", &g).map_err(e(op))?,
+        b.upload("u", &u).map_err(e(op))?,
+        b.alloc("o", n).map_err(e(op))?,
+    );
     b.silu_mul(&gd, &ud, &od, n).map_err(e(op))?;
     let got = b.read(&od, 0, n).await.map_err(e(op))?;
-    compare(op, format!("n={n}"), bounds::ELEMENTWISE, &oracle::silu_mul(&g, &u), &got)
+    compare(
+        op,
+        format!("n={n}"),
+        bounds::ELEMENTWISE,
+        &oracle::silu_mul(&g, &u),
+        &got,
+    )
 }
 
 /// Residual add in place; elements past `n` must stay untouched.
@@ -164,13 +230,28 @@ pub async fn add<B: Backend>(b: &B, seed: u64) -> Check {
     let extra = rng.range(1, 40);
     let a = rng.normal_vec(n + extra, 1.0);
     let x = rng.normal_vec(n + extra, 1.0);
-    let (ad, xd) = (b.upload("a", &a).map_err(e(op))?, b.upload("x", &x).map_err(e(op))?);
+    let (ad, xd) = (
+        b.upload("a", &a).map_err(e(op))?,
+        b.upload("x", &x).map_err(e(op))?,
+    );
     b.add_assign(&ad, &xd, n).map_err(e(op))?;
     let got = b.read(&ad, 0, n + extra).await.map_err(e(op))?;
     let want: Vec<f64> = (0..n + extra)
-        .map(|i| if i < n { a[i] as f64 + x[i] as f64 } else { a[i] as f64 })
+        .map(|i| {
+            if i < n {
+                a[i] as f64 + x[i] as f64
+            } else {
+                a[i] as f64
+            }
+        })
         .collect();
-    compare(op, format!("n={n} (+{extra} untouched)"), bounds::ADD, &want, &got)
+    compare(
+        op,
+        format!("n={n} (+{extra} untouched)"),
+        bounds::ADD,
+        &want,
+        &got,
+    )
 }
 
 /// Row softmax.
@@ -179,10 +260,19 @@ pub async fn softmax<B: Backend>(b: &B, seed: u64) -> Check {
     let mut rng = Pcg32::new(seed);
     let (rows, cols) = (rng.range(1, 5), rng.range(1, 3000));
     let x = rng.normal_vec(rows * cols, 4.0);
-    let (xd, od) = (b.upload("x", &x).map_err(e(op))?, b.alloc("o", rows * cols).map_err(e(op))?);
+    let (xd, od) = (
+        b.upload("x", &x).map_err(e(op))?,
+        b.alloc("o", rows * cols).map_err(e(op))?,
+    );
     b.softmax(&xd, &od, rows, cols).map_err(e(op))?;
     let got = b.read(&od, 0, rows * cols).await.map_err(e(op))?;
-    compare(op, format!("rows={rows} cols={cols}"), bounds::SOFTMAX, &oracle::softmax(&x, rows, cols), &got)
+    compare(
+        op,
+        format!("rows={rows} cols={cols}"),
+        bounds::SOFTMAX,
+        &oracle::softmax(&x, rows, cols),
+        &got,
+    )
 }
 
 /// Embedding rows gathered from an LQ4 table (repeated ids included).
@@ -191,7 +281,9 @@ pub async fn embed_q4<B: Backend>(b: &B, seed: u64) -> Check {
     let mut rng = Pcg32::new(seed);
     let (vocab, cols, tokens) = (rng.range(1, 200), 32 * rng.range(1, 10), rng.range(1, 7));
     let w = random_q4(&mut rng, vocab, cols);
-    let ids: Vec<u32> = (0..tokens).map(|_| rng.range(0, vocab - 1) as u32).collect();
+    let ids: Vec<u32> = (0..tokens)
+        .map(|_| rng.range(0, vocab - 1) as u32)
+        .collect();
     let wd = b.upload_q4("table", &w).map_err(e(op))?;
     let od = b.alloc("o", tokens * cols).map_err(e(op))?;
     b.embed_q4(&ids, &wd, &od).map_err(e(op))?;
@@ -201,14 +293,24 @@ pub async fn embed_q4<B: Backend>(b: &B, seed: u64) -> Check {
         .flat_map(|&id| (0..cols).map(move |k| (id as usize, k)))
         .map(|(id, k)| oracle::q4_weight(&w, id, k))
         .collect();
-    compare(op, format!("vocab={vocab} cols={cols} tokens={tokens}"), bounds::EMBED, &want, &got)
+    compare(
+        op,
+        format!("vocab={vocab} cols={cols} tokens={tokens}"),
+        bounds::EMBED,
+        &want,
+        &got,
+    )
 }
 
 /// Top-k with ties and a NaN, multi-stage when `n` is large, plus the normaliser.
 pub async fn select<B: Backend>(b: &B, seed: u64) -> Check {
     let op = "select";
     let mut rng = Pcg32::new(seed);
-    let n = if seed % 2 == 0 { rng.range(1, 4000) } else { rng.range(4097, 40000) };
+    let n = if seed.is_multiple_of(2) {
+        rng.range(1, 4000)
+    } else {
+        rng.range(4097, 40000)
+    };
     let k = rng.range(1, 64.min(n));
     // Few distinct levels, so ties are frequent and the lower-id rule is exercised.
     let mut x: Vec<f32> = (0..n).map(|_| (rng.normal() * 4.0).round() / 2.0).collect();
@@ -223,13 +325,34 @@ pub async fn select<B: Backend>(b: &B, seed: u64) -> Check {
     idx.sort_by(|&a, &c| key(x[c]).total_cmp(&key(x[a])).then(a.cmp(&c)));
     let want: Vec<(u32, f32)> = idx[..k].iter().map(|&i| (i as u32, key(x[i]))).collect();
     if got.top != want {
-        let at = got.top.iter().zip(&want).position(|(g, w)| g != w).unwrap_or(0);
-        return Err(format!("{op} n={n} k={k}: top-k differs at rank {at}: got {:?}, want {:?}", got.top.get(at), want.get(at)));
+        let at = got
+            .top
+            .iter()
+            .zip(&want)
+            .position(|(g, w)| g != w)
+            .unwrap_or(0);
+        return Err(format!(
+            "{op} n={n} k={k}: top-k differs at rank {at}: got {:?}, want {:?}",
+            got.top.get(at),
+            want.get(at)
+        ));
     }
     let mx = want[0].1 as f64;
-    let z: f64 = x.iter().filter(|v| !v.is_nan()).map(|&v| ((v as f64 - mx) * inv_temp as f64).exp()).sum();
-    let gz = got.sum_exp.ok_or_else(|| format!("{op}: no normaliser returned"))?;
-    compare(op, format!("n={n} k={k} (normaliser)"), bounds::SUM_EXP, &[z], &[gz as f32])
+    let z: f64 = x
+        .iter()
+        .filter(|v| !v.is_nan())
+        .map(|&v| ((v as f64 - mx) * inv_temp as f64).exp())
+        .sum();
+    let gz = got
+        .sum_exp
+        .ok_or_else(|| format!("{op}: no normaliser returned"))?;
+    compare(
+        op,
+        format!("n={n} k={k} (normaliser)"),
+        bounds::SUM_EXP,
+        &[z],
+        &[gz as f32],
+    )
 }
 
 /// Bad calls come back as errors, never panics, and name the op.
@@ -243,14 +366,32 @@ pub async fn rejects_bad_shapes<B: Backend>(b: &B) -> Check {
     let mut failures = Vec::new();
     let mut expect = |name: &str, r: lorekeeper_engine::Result<()>, needle: &str| match r {
         Ok(()) => failures.push(format!("{name}: accepted")),
-        Err(err) if !err.to_string().contains(needle) => failures.push(format!("{name}: message '{err}' lacks '{needle}'")),
+        Err(err) if !err.to_string().contains(needle) => {
+            failures.push(format!("{name}: message '{err}' lacks '{needle}'"))
+        }
         Err(_) => {}
     };
-    expect("short x", b.q4_matmul(&small, &wd, &out, 1, MatmulKernel::Gemv), "q4_matmul");
+    expect(
+        "short x",
+        b.q4_matmul(&small, &wd, &out, 1, MatmulKernel::Gemv),
+        "q4_matmul",
+    );
     expect("alias", b.add_assign(&out, &out, 8), "also an input");
     expect("bad id", b.embed_q4(&[8], &wd, &out), "token id 8");
-    let s = AttnShape { tokens: 2, heads: 3, kv_heads: 2, head_dim: 4, pos0: 0, ctx: 4, scale: 1.0 };
-    expect("gqa", b.attention(&small, &small, &small, &out, s), "not a multiple");
+    let s = AttnShape {
+        tokens: 2,
+        heads: 3,
+        kv_heads: 2,
+        head_dim: 4,
+        pos0: 0,
+        ctx: 4,
+        scale: 1.0,
+    };
+    expect(
+        "gqa",
+        b.attention(&small, &small, &small, &out, s),
+        "not a multiple",
+    );
     let sel = b.select(&out, 8, 0, None).await.map(|_| ());
     expect("k=0", sel, "k = 0");
     if failures.is_empty() {

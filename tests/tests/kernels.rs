@@ -49,7 +49,10 @@ on_both!(q4_gemv, q4_gemm, rms_norm, rope, attention, silu_mul, add, softmax, em
 
 #[test]
 fn errors_are_named_not_panics() {
-    for r in [pollster::block_on(suite::rejects_bad_shapes(&CpuBackend)), pollster::block_on(suite::rejects_bad_shapes(gpu()))] {
+    for r in [
+        pollster::block_on(suite::rejects_bad_shapes(&CpuBackend)),
+        pollster::block_on(suite::rejects_bad_shapes(gpu())),
+    ] {
         match r {
             Ok(line) => println!("{line}"),
             Err(msg) => panic!("{msg}"),
@@ -63,5 +66,29 @@ fn pipelines_are_cached() {
     pollster::block_on(suite::silu_mul(ctx, 11)).unwrap_or_else(|m| panic!("{m}"));
     let before = ctx.pipeline_count();
     pollster::block_on(suite::silu_mul(ctx, 12)).unwrap_or_else(|m| panic!("{m}"));
-    assert_eq!(ctx.pipeline_count(), before, "a second run of the same kernel compiled a new pipeline");
+    assert_eq!(
+        ctx.pipeline_count(),
+        before,
+        "a second run of the same kernel compiled a new pipeline"
+    );
+}
+
+#[test]
+fn gemv_every_threads_per_row() {
+    // The default tuning picks one TPR per adapter type; the cooperative-reduction path
+    // (TPR > 1, used on GPUs) must be exact too, so run every variant here.
+    let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
+        Ok(c) => c,
+        Err(e) => panic!("no GPU adapter: {e}"),
+    };
+    for tpr in [1, 2, 8, 32, 64] {
+        ctx.tuning.gemv_tpr = tpr;
+        for seed in SEEDS {
+            report(
+                &format!("{} TPR={tpr}", ctx.describe()),
+                seed,
+                pollster::block_on(suite::q4_gemv(&ctx, seed)),
+            );
+        }
+    }
 }

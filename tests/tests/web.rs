@@ -63,7 +63,10 @@ on_both!(q4_gemv, q4_gemm, rms_norm, rope, attention, silu_mul, add, softmax, em
 #[wasm_bindgen_test]
 async fn errors_are_named_not_panics() {
     let g = gpu().await;
-    for r in [suite::rejects_bad_shapes(&CpuBackend).await, suite::rejects_bad_shapes(&*g).await] {
+    for r in [
+        suite::rejects_bad_shapes(&CpuBackend).await,
+        suite::rejects_bad_shapes(&*g).await,
+    ] {
         match r {
             Ok(line) => console_log!("{line}"),
             Err(msg) => panic!("{msg}"),

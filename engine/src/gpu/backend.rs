@@ -1,7 +1,9 @@
 //! [`Backend`] on the GPU: shape checks, then the kernels' dispatch functions.
 
 use super::GpuContext;
-use crate::backend::{check, need_len, AttnShape, Backend, BufferLen, MatmulKernel, RopeShape, Selection};
+use crate::backend::{
+    check, need_len, AttnShape, Backend, BufferLen, MatmulKernel, RopeShape, Selection,
+};
 use crate::error::{shape_err, Result};
 use crate::kernels;
 use crate::quant::Q4Matrix;
@@ -74,7 +76,11 @@ impl Backend for GpuContext {
 
     fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<GpuQ4> {
         m.validate(label)?;
-        let buf = self.create_storage(label, (m.data.len() * 4) as u64, wgpu::BufferUsages::empty())?;
+        let buf = self.create_storage(
+            label,
+            (m.data.len() * 4) as u64,
+            wgpu::BufferUsages::empty(),
+        )?;
         self.write_buffer(&buf, 0, bytemuck::cast_slice(&m.data));
         Ok(GpuQ4 {
             buf,
@@ -100,7 +106,14 @@ impl Backend for GpuContext {
         Ok(bytemuck::cast_slice(&got[0]).to_vec())
     }
 
-    fn q4_matmul(&self, x: &GpuBuffer, w: &GpuQ4, out: &GpuBuffer, m: usize, kernel: MatmulKernel) -> Result<()> {
+    fn q4_matmul(
+        &self,
+        x: &GpuBuffer,
+        w: &GpuQ4,
+        out: &GpuBuffer,
+        m: usize,
+        kernel: MatmulKernel,
+    ) -> Result<()> {
         check::q4_matmul(x, out, w.rows, w.cols, m)?;
         no_alias("q4_matmul", out, &[x])?;
         match kernel {
@@ -109,10 +122,28 @@ impl Backend for GpuContext {
         }
     }
 
-    fn rms_norm(&self, x: &GpuBuffer, weight: &GpuBuffer, out: &GpuBuffer, rows: usize, dim: usize, eps: f32, weight_offset: f32) -> Result<()> {
+    fn rms_norm(
+        &self,
+        x: &GpuBuffer,
+        weight: &GpuBuffer,
+        out: &GpuBuffer,
+        rows: usize,
+        dim: usize,
+        eps: f32,
+        weight_offset: f32,
+    ) -> Result<()> {
         check::rms_norm(x, weight, out, rows, dim)?;
         no_alias("rms_norm", out, &[x, weight])?;
-        kernels::rms_norm::dispatch(self, &x.buf, &weight.buf, &out.buf, rows, dim, eps, weight_offset)
+        kernels::rms_norm::dispatch(
+            self,
+            &x.buf,
+            &weight.buf,
+            &out.buf,
+            rows,
+            dim,
+            eps,
+            weight_offset,
+        )
     }
 
     fn rope(&self, x: &GpuBuffer, table: &GpuBuffer, shape: RopeShape) -> Result<()> {
@@ -121,7 +152,14 @@ impl Backend for GpuContext {
         kernels::rope::dispatch(self, &x.buf, &table.buf, shape)
     }
 
-    fn attention(&self, q: &GpuBuffer, k_cache: &GpuBuffer, v_cache: &GpuBuffer, out: &GpuBuffer, shape: AttnShape) -> Result<()> {
+    fn attention(
+        &self,
+        q: &GpuBuffer,
+        k_cache: &GpuBuffer,
+        v_cache: &GpuBuffer,
+        out: &GpuBuffer,
+        shape: AttnShape,
+    ) -> Result<()> {
         check::attention(q, k_cache, v_cache, out, shape)?;
         no_alias("attention", out, &[q, k_cache, v_cache])?;
         kernels::attention::dispatch(self, &q.buf, &k_cache.buf, &v_cache.buf, &out.buf, shape)
@@ -151,22 +189,48 @@ impl Backend for GpuContext {
 
     fn embed_q4(&self, ids: &[u32], table: &GpuQ4, out: &GpuBuffer) -> Result<()> {
         if let Some(bad) = ids.iter().find(|&&i| i as usize >= table.rows) {
-            return Err(shape_err("embed_q4", format!("token id {bad} is outside the vocabulary of {}", table.rows)));
+            return Err(shape_err(
+                "embed_q4",
+                format!("token id {bad} is outside the vocabulary of {}", table.rows),
+            ));
         }
         need_len("embed_q4", "out", out, ids.len() * table.cols)?;
-        let idb = self.create_storage("token ids", (ids.len() * 4) as u64, wgpu::BufferUsages::empty())?;
+        let idb = self.create_storage(
+            "token ids",
+            (ids.len() * 4) as u64,
+            wgpu::BufferUsages::empty(),
+        )?;
         self.write_buffer(&idb, 0, bytemuck::cast_slice(ids));
         kernels::embed_q4::dispatch(self, table, &idb, &out.buf, ids.len())
     }
 
-    fn copy(&self, src: &GpuBuffer, src_offset: usize, dst: &GpuBuffer, dst_offset: usize, len: usize) -> Result<()> {
+    fn copy(
+        &self,
+        src: &GpuBuffer,
+        src_offset: usize,
+        dst: &GpuBuffer,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
         need_len("copy", "source", src, src_offset + len)?;
         need_len("copy", "destination", dst, dst_offset + len)?;
-        self.copy_buffer(&src.buf, (src_offset * 4) as u64, &dst.buf, (dst_offset * 4) as u64, (len * 4) as u64);
+        self.copy_buffer(
+            &src.buf,
+            (src_offset * 4) as u64,
+            &dst.buf,
+            (dst_offset * 4) as u64,
+            (len * 4) as u64,
+        );
         Ok(())
     }
 
-    async fn select(&self, logits: &GpuBuffer, n: usize, k: usize, inv_temp: Option<f32>) -> Result<Selection> {
+    async fn select(
+        &self,
+        logits: &GpuBuffer,
+        n: usize,
+        k: usize,
+        inv_temp: Option<f32>,
+    ) -> Result<Selection> {
         check::select(logits, n, k)?;
         kernels::topk::select(self, &logits.buf, n, k, inv_temp).await
     }

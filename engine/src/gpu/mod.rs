@@ -68,7 +68,7 @@ impl Tuning {
         let cpu = matches!(info.device_type, wgpu::DeviceType::Cpu);
         Tuning {
             gemv_wg: 64,
-            gemv_tpr: if cpu { 8 } else { 32 },
+            gemv_tpr: if cpu { 1 } else { 32 },
             reduce_wg: if cpu { 64 } else { 128 },
             attn_wg: 64,
             elem_wg: 64,
@@ -251,7 +251,12 @@ impl GpuContext {
     }
 
     /// A storage buffer; fails with a clear error past the device's limits.
-    pub(crate) fn create_storage(&self, label: &str, bytes: u64, extra: wgpu::BufferUsages) -> Result<wgpu::Buffer> {
+    pub(crate) fn create_storage(
+        &self,
+        label: &str,
+        bytes: u64,
+        extra: wgpu::BufferUsages,
+    ) -> Result<wgpu::Buffer> {
         let bytes = bytes.max(16).next_multiple_of(4);
         if bytes > self.limits.max_storage_buffer_binding_size {
             return Err(EngineError::TooLarge {
@@ -272,7 +277,11 @@ impl GpuContext {
         }))
     }
 
-    fn pipeline(&self, kernel: &Kernel, constants: &[(&'static str, u32)]) -> wgpu::ComputePipeline {
+    fn pipeline(
+        &self,
+        kernel: &Kernel,
+        constants: &[(&'static str, u32)],
+    ) -> wgpu::ComputePipeline {
         let key = PipelineKey {
             label: kernel.label,
             entry: kernel.entry,
@@ -286,10 +295,11 @@ impl GpuContext {
             modules
                 .entry(kernel.label)
                 .or_insert_with(|| {
-                    self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                        label: Some(kernel.label),
-                        source: wgpu::ShaderSource::Wgsl(kernel.source.into()),
-                    })
+                    self.device
+                        .create_shader_module(wgpu::ShaderModuleDescriptor {
+                            label: Some(kernel.label),
+                            source: wgpu::ShaderSource::Wgsl(kernel.source.into()),
+                        })
                 })
                 .clone()
         };
@@ -303,17 +313,19 @@ impl GpuContext {
                 .map(|(n, v)| format!(" {n}={v}"))
                 .collect::<String>()
         );
-        let p = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(&label),
-            layout: None,
-            module: &module,
-            entry_point: Some(kernel.entry),
-            compilation_options: wgpu::PipelineCompilationOptions {
-                constants: &consts,
-                zero_initialize_workgroup_memory: false,
-            },
-            cache: None,
-        });
+        let p = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&label),
+                layout: None,
+                module: &module,
+                entry_point: Some(kernel.entry),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &consts,
+                    zero_initialize_workgroup_memory: false,
+                },
+                cache: None,
+            });
         lock(&self.pipelines).insert(key, p.clone());
         p
     }
@@ -375,7 +387,9 @@ impl GpuContext {
         });
         let device = &self.device;
         let enc = pending.encoder.get_or_insert_with(|| {
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") })
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("step"),
+            })
         });
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -391,14 +405,23 @@ impl GpuContext {
     }
 
     /// Records a buffer-to-buffer copy in order with the dispatches.
-    pub(crate) fn copy_buffer(&self, src: &wgpu::Buffer, src_off: u64, dst: &wgpu::Buffer, dst_off: u64, bytes: u64) {
+    pub(crate) fn copy_buffer(
+        &self,
+        src: &wgpu::Buffer,
+        src_off: u64,
+        dst: &wgpu::Buffer,
+        dst_off: u64,
+        bytes: u64,
+    ) {
         if bytes == 0 {
             return;
         }
         let mut pending = lock(&self.pending);
         let device = &self.device;
         let enc = pending.encoder.get_or_insert_with(|| {
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") })
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("step"),
+            })
         });
         enc.copy_buffer_to_buffer(src, src_off, dst, dst_off, bytes);
     }
@@ -439,7 +462,10 @@ impl GpuContext {
     }
 
     /// Reads back byte ranges of several buffers with one submission and one map.
-    pub(crate) async fn read_ranges(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>> {
+    pub(crate) async fn read_ranges(
+        &self,
+        ranges: &[(&wgpu::Buffer, u64, u64)],
+    ) -> Result<Vec<Vec<u8>>> {
         let total: u64 = ranges.iter().map(|r| r.2.next_multiple_of(8)).sum();
         let staging = self.take_staging(total.max(8));
         let mut at = 0;
@@ -472,13 +498,14 @@ impl GpuContext {
         })?;
         let mut out = Vec::with_capacity(ranges.len());
         {
-            let view = staging
-                .slice(..size)
-                .get_mapped_range()
-                .map_err(|e| EngineError::Readback {
-                    label: "staging".into(),
-                    reason: e.to_string(),
-                })?;
+            let view =
+                staging
+                    .slice(..size)
+                    .get_mapped_range()
+                    .map_err(|e| EngineError::Readback {
+                        label: "staging".into(),
+                        reason: e.to_string(),
+                    })?;
             let mut at = 0usize;
             for &(_, _, len) in ranges {
                 out.push(view[at..at + len as usize].to_vec());
@@ -521,10 +548,15 @@ async fn browser_adapter_name() -> String {
     let Some(gpu) = get(&global, "navigator").and_then(|n| get(&n, "gpu")) else {
         return "WebGPU (unnamed)".into();
     };
-    let Some(request) = get(&gpu, "requestAdapter").and_then(|f| f.dyn_into::<js_sys::Function>().ok()) else {
+    let Some(request) =
+        get(&gpu, "requestAdapter").and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+    else {
         return "WebGPU (unnamed)".into();
     };
-    let Ok(promise) = request.call0(&gpu).and_then(|p| p.dyn_into::<js_sys::Promise>()) else {
+    let Ok(promise) = request
+        .call0(&gpu)
+        .and_then(|p| p.dyn_into::<js_sys::Promise>())
+    else {
         return "WebGPU (unnamed)".into();
     };
     let Ok(adapter) = wasm_bindgen_futures::JsFuture::from(promise).await else {
@@ -556,18 +588,48 @@ fn required_limits(adapter: &str, have: &wgpu::Limits, req: &Requirements) -> Re
         }
         *slot = (*slot).max(need).min(offered);
     };
-    need64("max_storage_buffer_binding_size", req.max_storage_binding, have.max_storage_buffer_binding_size, &mut l.max_storage_buffer_binding_size);
-    need64("max_buffer_size", req.max_buffer, have.max_buffer_size, &mut l.max_buffer_size);
+    need64(
+        "max_storage_buffer_binding_size",
+        req.max_storage_binding,
+        have.max_storage_buffer_binding_size,
+        &mut l.max_storage_buffer_binding_size,
+    );
+    need64(
+        "max_buffer_size",
+        req.max_buffer,
+        have.max_buffer_size,
+        &mut l.max_buffer_size,
+    );
     let mut need32 = |name: &str, need: u32, offered: u32, slot: &mut u32| {
         if need > offered {
             missing.push(format!("- {name}: need {need}, adapter offers {offered}"));
         }
         *slot = (*slot).max(need).min(offered);
     };
-    need32("max_compute_workgroup_storage_size", req.workgroup_storage, have.max_compute_workgroup_storage_size, &mut l.max_compute_workgroup_storage_size);
-    need32("max_compute_invocations_per_workgroup", req.invocations, have.max_compute_invocations_per_workgroup, &mut l.max_compute_invocations_per_workgroup);
-    need32("max_compute_workgroup_size_x", req.invocations, have.max_compute_workgroup_size_x, &mut l.max_compute_workgroup_size_x);
-    need32("max_storage_buffers_per_shader_stage", req.storage_buffers_per_stage, have.max_storage_buffers_per_shader_stage, &mut l.max_storage_buffers_per_shader_stage);
+    need32(
+        "max_compute_workgroup_storage_size",
+        req.workgroup_storage,
+        have.max_compute_workgroup_storage_size,
+        &mut l.max_compute_workgroup_storage_size,
+    );
+    need32(
+        "max_compute_invocations_per_workgroup",
+        req.invocations,
+        have.max_compute_invocations_per_workgroup,
+        &mut l.max_compute_invocations_per_workgroup,
+    );
+    need32(
+        "max_compute_workgroup_size_x",
+        req.invocations,
+        have.max_compute_workgroup_size_x,
+        &mut l.max_compute_workgroup_size_x,
+    );
+    need32(
+        "max_storage_buffers_per_shader_stage",
+        req.storage_buffers_per_stage,
+        have.max_storage_buffers_per_shader_stage,
+        &mut l.max_storage_buffers_per_shader_stage,
+    );
     if !missing.is_empty() {
         return Err(EngineError::AdapterLimits {
             adapter: adapter.into(),
@@ -598,9 +660,17 @@ mod tests {
         let mut have = wgpu::Limits::downlevel_defaults();
         have.max_storage_buffer_binding_size = 64 << 20;
         have.max_compute_invocations_per_workgroup = 128;
-        let e = required_limits("tiny", &have, &Requirements::default()).unwrap_err().to_string();
-        assert!(e.contains("max_storage_buffer_binding_size: need 134217728, adapter offers 67108864"), "{e}");
-        assert!(e.contains("max_compute_invocations_per_workgroup: need 256, adapter offers 128"), "{e}");
+        let e = required_limits("tiny", &have, &Requirements::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("max_storage_buffer_binding_size: need 134217728, adapter offers 67108864"),
+            "{e}"
+        );
+        assert!(
+            e.contains("max_compute_invocations_per_workgroup: need 256, adapter offers 128"),
+            "{e}"
+        );
         assert!(e.contains("tiny"));
     }
 

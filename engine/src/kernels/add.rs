@@ -19,10 +19,24 @@ struct Params {
 }
 
 /// Records the add. Shapes are checked by the caller.
-pub(crate) fn dispatch(ctx: &GpuContext, acc: &wgpu::Buffer, x: &wgpu::Buffer, n: usize) -> Result<()> {
+pub(crate) fn dispatch(
+    ctx: &GpuContext,
+    acc: &wgpu::Buffer,
+    x: &wgpu::Buffer,
+    n: usize,
+) -> Result<()> {
     let wg = ctx.tuning.elem_wg;
-    let p = Params { n: n as u32, _p: [0; 3] };
-    ctx.dispatch(&KERNEL, &[("WG", wg)], bytemuck::bytes_of(&p), &[acc, x], groups_for(n, wg))
+    let p = Params {
+        n: n as u32,
+        _p: [0; 3],
+    };
+    ctx.dispatch(
+        &KERNEL,
+        &[("WG", wg)],
+        bytemuck::bytes_of(&p),
+        &[acc, x],
+        groups_for(n, wg),
+    )
 }
 
 /// Plain-Rust reference.

@@ -25,5 +25,11 @@ pub fn dispatch(ctx: &GpuContext, x: &wgpu::Buffer, out: &wgpu::Buffer, n: usize
         n4: (n / 4) as u32,
         _p: [0; 3],
     };
-    ctx.dispatch(&KERNEL, &[("WG", wg)], bytemuck::bytes_of(&p), &[x, out], groups_for(n / 4, wg))
+    ctx.dispatch(
+        &KERNEL,
+        &[("WG", wg)],
+        bytemuck::bytes_of(&p),
+        &[x, out],
+        groups_for(n / 4, wg),
+    )
 }

@@ -24,7 +24,13 @@ struct Params {
 }
 
 /// Records the gather. `ids` is a device buffer of `tokens` u32 ids, checked by the caller.
-pub(crate) fn dispatch(ctx: &GpuContext, w: &GpuQ4, ids: &wgpu::Buffer, out: &wgpu::Buffer, tokens: usize) -> Result<()> {
+pub(crate) fn dispatch(
+    ctx: &GpuContext,
+    w: &GpuQ4,
+    ids: &wgpu::Buffer,
+    out: &wgpu::Buffer,
+    tokens: usize,
+) -> Result<()> {
     let wg = ctx.tuning.elem_wg;
     let p = Params {
         tokens: tokens as u32,

@@ -36,7 +36,13 @@ pub(crate) fn dispatch(
         _pad: 0,
     };
     let g = [w.rows.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32, 1];
-    ctx.dispatch(&KERNEL, &[], bytemuck::bytes_of(&params), &[&w.buf, x, out], g)
+    ctx.dispatch(
+        &KERNEL,
+        &[],
+        bytemuck::bytes_of(&params),
+        &[&w.buf, x, out],
+        g,
+    )
 }
 
 /// Plain-Rust reference, same order as the kernel: dequantize each weight, then multiply.

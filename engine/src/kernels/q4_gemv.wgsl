@@ -2,7 +2,9 @@
 // LQ4 layout and dequantization: engine/src/quant.rs. Per group g of row n:
 //   sum_i x_i * (d*sc*q_i - dmin*mn) = d*sc * dot(x, q) - dmin*mn * sum(x)
 // so d and dmin factor out of the row sum and each group costs one dot and one sum.
-// TPR threads cooperate on one row (strided over groups), WG/TPR rows per workgroup.
+// TPR threads cooperate on one row (strided over words), WG/TPR rows per workgroup.
+// CPU rasterisers (lavapipe, SwiftShader) run best at TPR = 1 (one row per lane; see
+// `cargo bench --bench gemv`), GPUs want TPR = 32 for coalesced loads.
 
 override WG: u32 = 64u;   // invocations per workgroup, power of two, <= 256
 override TPR: u32 = 8u;   // threads per output row, power of two, <= WG
@@ -47,22 +49,17 @@ fn main(
     if (row < p.n) {
         let qbase = row * (p.k / 8u);
         let xbase = mi * (p.k / 4u);
-        for (var g = lane; g < groups; g += TPR) {
-            let b = 2u * (row * groups + g);
+        // Lane `lane` takes words lane, lane + TPR, ...: consecutive lanes read consecutive
+        // words (coalesced on GPUs, contiguous vector loads on CPU rasterisers).
+        for (var wi = lane; wi < p.k / 8u; wi += TPR) {
+            let word = w[qbase + wi];
+            let b = 2u * (row * groups + wi / 4u);
             let smw = w[p.sm_off + b / 4u] >> (8u * (b % 4u));
-            let sc = f32(smw & 0xFFu);
-            let mn = f32((smw >> 8u) & 0xFFu);
-            var dq = 0.0;
-            var sx = vec4<f32>(0.0);
-            for (var j = 0u; j < 4u; j++) {
-                let word = w[qbase + 4u * g + j];
-                let x0 = x[xbase + 8u * g + 2u * j];
-                let x1 = x[xbase + 8u * g + 2u * j + 1u];
-                dq += dot(nib(word), x0) + dot(nib(word >> 16u), x1);
-                sx += x0 + x1;
-            }
-            acc_q += sc * dq;
-            acc_m += mn * (sx.x + sx.y + sx.z + sx.w);
+            let x0 = x[xbase + 2u * wi];
+            let x1 = x[xbase + 2u * wi + 1u];
+            let s = x0 + x1;
+            acc_q += f32(smw & 0xFFu) * (dot(nib(word), x0) + dot(nib(word >> 16u), x1));
+            acc_m += f32((smw >> 8u) & 0xFFu) * (s.x + s.y + s.z + s.w);
         }
     }
     part[lid] = vec2<f32>(acc_q, acc_m);

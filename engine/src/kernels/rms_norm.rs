@@ -48,7 +48,15 @@ pub(crate) fn dispatch(
 }
 
 /// Plain-Rust reference.
-pub fn cpu(x: &[f32], weight: &[f32], out: &mut [f32], rows: usize, dim: usize, eps: f32, weight_offset: f32) {
+pub fn cpu(
+    x: &[f32],
+    weight: &[f32],
+    out: &mut [f32],
+    rows: usize,
+    dim: usize,
+    eps: f32,
+    weight_offset: f32,
+) {
     for r in 0..rows {
         let xr = &x[r * dim..(r + 1) * dim];
         let ss: f32 = xr.iter().map(|v| v * v).sum();

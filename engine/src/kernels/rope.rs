@@ -24,7 +24,12 @@ struct Params {
 }
 
 /// Records the rotation. Shapes are checked by the caller.
-pub(crate) fn dispatch(ctx: &GpuContext, x: &wgpu::Buffer, table: &wgpu::Buffer, s: RopeShape) -> Result<()> {
+pub(crate) fn dispatch(
+    ctx: &GpuContext,
+    x: &wgpu::Buffer,
+    table: &wgpu::Buffer,
+    s: RopeShape,
+) -> Result<()> {
     let p = Params {
         tokens: s.tokens as u32,
         heads: s.heads as u32,

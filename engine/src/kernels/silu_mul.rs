@@ -19,10 +19,25 @@ struct Params {
 }
 
 /// Records the gate. Shapes are checked by the caller.
-pub(crate) fn dispatch(ctx: &GpuContext, gate: &wgpu::Buffer, up: &wgpu::Buffer, out: &wgpu::Buffer, n: usize) -> Result<()> {
+pub(crate) fn dispatch(
+    ctx: &GpuContext,
+    gate: &wgpu::Buffer,
+    up: &wgpu::Buffer,
+    out: &wgpu::Buffer,
+    n: usize,
+) -> Result<()> {
     let wg = ctx.tuning.elem_wg;
-    let p = Params { n: n as u32, _p: [0; 3] };
-    ctx.dispatch(&KERNEL, &[("WG", wg)], bytemuck::bytes_of(&p), &[gate, up, out], groups_for(n, wg))
+    let p = Params {
+        n: n as u32,
+        _p: [0; 3],
+    };
+    ctx.dispatch(
+        &KERNEL,
+        &[("WG", wg)],
+        bytemuck::bytes_of(&p),
+        &[gate, up, out],
+        groups_for(n, wg),
+    )
 }
 
 /// Plain-Rust reference.

@@ -20,7 +20,13 @@ struct Params {
 }
 
 /// Records the softmax. Shapes are checked by the caller.
-pub(crate) fn dispatch(ctx: &GpuContext, x: &wgpu::Buffer, out: &wgpu::Buffer, rows: usize, cols: usize) -> Result<()> {
+pub(crate) fn dispatch(
+    ctx: &GpuContext,
+    x: &wgpu::Buffer,
+    out: &wgpu::Buffer,
+    rows: usize,
+    cols: usize,
+) -> Result<()> {
     let p = Params {
         rows: rows as u32,
         cols: cols as u32,

@@ -57,8 +57,16 @@ pub(crate) async fn select(
     let mut groups = n.div_ceil(chunk);
     let mut src: Option<(wgpu::Buffer, wgpu::Buffer)> = None;
     loop {
-        let vals = ctx.create_storage("topk values", (groups * k * 4) as u64, wgpu::BufferUsages::empty())?;
-        let idx = ctx.create_storage("topk indices", (groups * k * 4) as u64, wgpu::BufferUsages::empty())?;
+        let vals = ctx.create_storage(
+            "topk values",
+            (groups * k * 4) as u64,
+            wgpu::BufferUsages::empty(),
+        )?;
+        let idx = ctx.create_storage(
+            "topk indices",
+            (groups * k * 4) as u64,
+            wgpu::BufferUsages::empty(),
+        )?;
         let p = Params {
             n: n_in as u32,
             k: k as u32,
@@ -69,7 +77,13 @@ pub(crate) async fn select(
             Some((v, i)) => (v, i),
             None => (logits, ctx.dummy()),
         };
-        ctx.dispatch(&KERNEL, &wg, bytemuck::bytes_of(&p), &[vin, iin, &vals, &idx], groups_for(n_in, chunk as u32))?;
+        ctx.dispatch(
+            &KERNEL,
+            &wg,
+            bytemuck::bytes_of(&p),
+            &[vin, iin, &vals, &idx],
+            groups_for(n_in, chunk as u32),
+        )?;
         src = Some((vals, idx));
         if groups == 1 {
             break;
@@ -81,13 +95,23 @@ pub(crate) async fn select(
     let n_parts = n.div_ceil(chunk);
     let parts = match inv_temp {
         Some(it) => {
-            let part = ctx.create_storage("sum_exp partials", (n_parts * 8) as u64, wgpu::BufferUsages::empty())?;
+            let part = ctx.create_storage(
+                "sum_exp partials",
+                (n_parts * 8) as u64,
+                wgpu::BufferUsages::empty(),
+            )?;
             let p = SumParams {
                 n: n as u32,
                 inv_temp: it,
                 _p: [0; 2],
             };
-            ctx.dispatch(&SUM_EXP, &wg, bytemuck::bytes_of(&p), &[logits, &part], groups_for(n, chunk as u32))?;
+            ctx.dispatch(
+                &SUM_EXP,
+                &wg,
+                bytemuck::bytes_of(&p),
+                &[logits, &part],
+                groups_for(n, chunk as u32),
+            )?;
             Some(part)
         }
         None => None,
@@ -104,7 +128,11 @@ pub(crate) async fn select(
     let sum_exp = match (inv_temp, got.get(2)) {
         (Some(it), Some(bytes)) => {
             let pr: &[f32] = bytemuck::cast_slice(bytes);
-            Some(combine_partials(pr, top.first().map(|t| t.1).unwrap_or(0.0), it))
+            Some(combine_partials(
+                pr,
+                top.first().map(|t| t.1).unwrap_or(0.0),
+                it,
+            ))
         }
         _ => None,
     };
@@ -129,7 +157,10 @@ pub fn cpu(logits: &[f32], k: usize, inv_temp: Option<f32>) -> Selection {
             .unwrap_or(std::cmp::Ordering::Equal)
             .then(a.cmp(&b))
     });
-    let top: Vec<(u32, f32)> = idx[..k].iter().map(|&i| (i, key(logits[i as usize]))).collect();
+    let top: Vec<(u32, f32)> = idx[..k]
+        .iter()
+        .map(|&i| (i, key(logits[i as usize])))
+        .collect();
     let sum_exp = inv_temp.map(|it| {
         let mx = top[0].1;
         logits
@@ -145,7 +176,11 @@ pub fn cpu(logits: &[f32], k: usize, inv_temp: Option<f32>) -> Selection {
 mod tests {
     #[test]
     fn constants_match_wgsl() {
-        assert!(super::KERNEL.source.contains(&format!("const E: u32 = {}u;", super::E)));
-        assert!(super::SUM_EXP.source.contains(&format!("const E: u32 = {}u;", super::E)));
+        assert!(super::KERNEL
+            .source
+            .contains(&format!("const E: u32 = {}u;", super::E)));
+        assert!(super::SUM_EXP
+            .source
+            .contains(&format!("const E: u32 = {}u;", super::E)));
     }
 }

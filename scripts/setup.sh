@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what Lorekeeper's build and tests need, skipping what is already there at the
+# right version. Safe to run repeatedly. Needs root for apt (CI and dev machines are root).
+set -euo pipefail
+
+WASM_BINDGEN_VERSION=0.2.130
+
+log() { printf '[setup] %s\n' "$*"; }
+
+# 1. Debian packages: lavapipe (software Vulkan) for native GPU tests, Chromium + driver for
+#    browser tests.
+need=()
+for p in mesa-vulkan-drivers libvulkan1 chromium chromium-driver; do
+  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  log "apt-get install ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# 2. Rust components and the wasm target.
+for c in rustfmt clippy; do
+  rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c"
+done
+rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+
+# 3. wasm-bindgen-cli, pinned to the crate version (no --locked: it fails on webpki-roots).
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION"; then
+  log "cargo install wasm-bindgen-cli@$WASM_BINDGEN_VERSION (~6 min cold)"
+  cargo install --quiet --force "wasm-bindgen-cli@$WASM_BINDGEN_VERSION"
+fi
+
+# Mesa prints a harmless error without it.
+if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
+  log "note: export XDG_RUNTIME_DIR to silence Mesa's warning"
+fi
+log "ready"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every test: native (CPU references + wgpu on the local adapter, lavapipe without a GPU)
+# and in headless Chromium (WebGPU on SwiftShader). Installs missing prerequisites first.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+bash scripts/setup.sh
+
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/xdg-runtime-$(id -u)}"
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+
+echo "== native tests =="
+cargo test --workspace -- --show-output 2>&1 | grep -vE '^\[cpu \(plain' || true
+# grep hides the CPU lines only; the status of cargo test is re-checked below.
+cargo test --workspace --quiet
+
+echo "== browser tests (headless Chromium, WebGPU) =="
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
+export CHROMEDRIVER=/usr/bin/chromedriver
+export WASM_BINDGEN_TEST_TIMEOUT=600
+(cd tests && cargo test --target wasm32-unknown-unknown --test web -- --nocapture)
