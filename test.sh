@@ -10,9 +10,10 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/xdg-runtime-$(id -u)}"
 mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 
 echo "== native tests =="
-cargo test --workspace -- --show-output 2>&1 | grep -vE '^\[cpu \(plain' || true
-# grep hides the CPU lines only; the status of cargo test is re-checked below.
-cargo test --workspace --quiet
+# --show-output prints each GPU check's adapter, shapes and worst error; pipefail keeps
+# cargo's status.
+set -o pipefail
+cargo test --workspace -- --show-output 2>&1 | grep -vE '^\[cpu \(plain'
 
 echo "== browser tests (headless Chromium, WebGPU) =="
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner

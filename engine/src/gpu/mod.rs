@@ -105,6 +105,7 @@ pub struct GpuContext {
     pending: Mutex<Pending>,
     ring: wgpu::Buffer,
     staging: Mutex<Vec<wgpu::Buffer>>,
+    scratch: Mutex<Vec<wgpu::Buffer>>,
     /// A 16-byte buffer bound where a kernel's optional input is unused.
     dummy: wgpu::Buffer,
     errors: Arc<Mutex<Vec<String>>>,
@@ -201,6 +202,7 @@ impl GpuContext {
             }),
             ring,
             staging: Mutex::default(),
+            scratch: Mutex::default(),
             dummy,
             errors,
             lost,
@@ -516,6 +518,31 @@ impl GpuContext {
         lock(&self.staging).push(staging);
         self.check_errors()?;
         Ok(out)
+    }
+
+    /// A storage buffer of at least `bytes` for an op's temporaries, from a pool. Give it back
+    /// with [`GpuContext::give_scratch`] once the op's work is recorded: a later
+    /// `write_buffer` submits recorded work before writing, and later dispatches run after
+    /// earlier ones, so reuse never overtakes a pending use.
+    pub(crate) fn take_scratch(&self, label: &str, bytes: u64) -> Result<wgpu::Buffer> {
+        let bytes = bytes.max(16).next_multiple_of(256);
+        let mut pool = lock(&self.scratch);
+        if let Some(i) = pool
+            .iter()
+            .position(|b| b.size() >= bytes && b.size() <= 4 * bytes)
+        {
+            return Ok(pool.swap_remove(i));
+        }
+        drop(pool);
+        self.create_storage(label, bytes, wgpu::BufferUsages::empty())
+    }
+
+    /// Returns a scratch buffer to the pool.
+    pub(crate) fn give_scratch(&self, buf: wgpu::Buffer) {
+        let mut pool = lock(&self.scratch);
+        if pool.len() < 32 {
+            pool.push(buf);
+        }
     }
 
     fn take_staging(&self, size: u64) -> wgpu::Buffer {

@@ -56,17 +56,10 @@ pub(crate) async fn select(
     let mut n_in = n;
     let mut groups = n.div_ceil(chunk);
     let mut src: Option<(wgpu::Buffer, wgpu::Buffer)> = None;
+    let mut used = Vec::new();
     loop {
-        let vals = ctx.create_storage(
-            "topk values",
-            (groups * k * 4) as u64,
-            wgpu::BufferUsages::empty(),
-        )?;
-        let idx = ctx.create_storage(
-            "topk indices",
-            (groups * k * 4) as u64,
-            wgpu::BufferUsages::empty(),
-        )?;
+        let vals = ctx.take_scratch("topk values", (groups * k * 4) as u64)?;
+        let idx = ctx.take_scratch("topk indices", (groups * k * 4) as u64)?;
         let p = Params {
             n: n_in as u32,
             k: k as u32,
@@ -84,7 +77,10 @@ pub(crate) async fn select(
             &[vin, iin, &vals, &idx],
             groups_for(n_in, chunk as u32),
         )?;
-        src = Some((vals, idx));
+        if let Some(prev) = src.replace((vals, idx)) {
+            used.push(prev.0);
+            used.push(prev.1);
+        }
         if groups == 1 {
             break;
         }
@@ -95,11 +91,7 @@ pub(crate) async fn select(
     let n_parts = n.div_ceil(chunk);
     let parts = match inv_temp {
         Some(it) => {
-            let part = ctx.create_storage(
-                "sum_exp partials",
-                (n_parts * 8) as u64,
-                wgpu::BufferUsages::empty(),
-            )?;
+            let part = ctx.take_scratch("sum_exp partials", (n_parts * 8) as u64)?;
             let p = SumParams {
                 n: n as u32,
                 inv_temp: it,
@@ -121,7 +113,13 @@ pub(crate) async fn select(
     if let Some(part) = &parts {
         ranges.push((part, 0, (n_parts * 8) as u64));
     }
-    let got = ctx.read_ranges(&ranges).await?;
+    let got = ctx.read_ranges(&ranges).await;
+    used.extend([vals, idx]);
+    used.extend(parts);
+    for b in used {
+        ctx.give_scratch(b);
+    }
+    let got = got?;
     let v: &[f32] = bytemuck::cast_slice(&got[0]);
     let i: &[u32] = bytemuck::cast_slice(&got[1]);
     let top: Vec<(u32, f32)> = i.iter().copied().zip(v.iter().copied()).collect();
