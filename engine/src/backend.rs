@@ -106,6 +106,19 @@ pub trait Backend {
         m: usize,
         kernel: MatmulKernel,
     ) -> Result<()>;
+    /// `out[m][n] = sum_k x[m][k] * W[n][k]` for an f32 matrix `W[rows][cols]` in `w`
+    /// (`cols % 4 == 0`).
+    #[allow(clippy::too_many_arguments)]
+    fn f32_matmul(
+        &self,
+        x: &Self::Buffer,
+        w: &Self::Buffer,
+        rows: usize,
+        cols: usize,
+        out: &Self::Buffer,
+        m: usize,
+        kernel: MatmulKernel,
+    ) -> Result<()>;
     /// `out[r] = x[r] / rms(x[r]) * (weight + weight_offset)` (offset 1 for Qwen3.5's `(1 + w)`).
     #[allow(clippy::too_many_arguments)]
     fn rms_norm(
@@ -220,6 +233,24 @@ pub(crate) mod check {
         }
         need_len("q4_matmul", &format!("x [{m}, {cols}]"), x, m * cols)?;
         need_len("q4_matmul", &format!("out [{m}, {rows}]"), out, m * rows)
+    }
+
+    pub fn f32_matmul<B: BufferLen>(
+        x: &B,
+        w: &B,
+        rows: usize,
+        cols: usize,
+        out: &B,
+        m: usize,
+    ) -> Result<()> {
+        if !cols.is_multiple_of(4) || cols == 0 {
+            return Err(shape_err(
+                "f32_matmul",
+                format!("{cols} columns are not a positive multiple of 4"),
+            ));
+        }
+        need_len("f32_matmul", &format!("W [{rows}, {cols}]"), w, rows * cols)?;
+        q4_matmul(x, out, rows, cols, m)
     }
 
     pub fn rms_norm<B: BufferLen>(x: &B, w: &B, out: &B, rows: usize, dim: usize) -> Result<()> {

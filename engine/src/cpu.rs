@@ -94,6 +94,22 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn f32_matmul(
+        &self,
+        x: &CpuBuffer,
+        w: &CpuBuffer,
+        rows: usize,
+        cols: usize,
+        out: &CpuBuffer,
+        m: usize,
+        _kernel: MatmulKernel,
+    ) -> Result<()> {
+        check::f32_matmul(x, w, rows, cols, out, m)?;
+        no_alias("f32_matmul", out, &[x, w])?;
+        kernels::f32_matmul::cpu(&x.get(), &w.get(), rows, cols, &mut out.get_mut(), m);
+        Ok(())
+    }
+
     fn rms_norm(
         &self,
         x: &CpuBuffer,

@@ -55,6 +55,22 @@ pub enum EngineError {
         /// Which limit ("buffer", "storage binding").
         what: &'static str,
     },
+    /// A file is not in the format it claims, or is truncated or inconsistent.
+    #[error("{file}: {detail}")]
+    Format {
+        /// The file (or bundle shard) at fault.
+        file: String,
+        /// What is wrong, with the tensor, field or line.
+        detail: String,
+    },
+    /// A file could not be read.
+    #[error("cannot read {path}: {detail}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The OS error.
+        detail: String,
+    },
     /// Quantization input was not representable (NaN/Inf, bad dimensions).
     #[error("quantize '{tensor}': {detail}")]
     Quantize {

@@ -7,6 +7,7 @@
 pub mod backend;
 pub mod cpu;
 pub mod error;
+pub mod gguf;
 pub mod gpu;
 pub mod kernels;
 pub mod quant;

@@ -11,7 +11,7 @@ use crate::oracle;
 /// The bound of each op, stated once.
 pub mod bounds {
     use super::Tolerance;
-    /// 4-bit matmul: f32 accumulation over at most 768 products of N(0,1) x N(0,0.05).
+    /// Matmuls (4-bit and f32): f32 accumulation over at most 768 products of N(0,1) x N(0,0.05).
     pub const Q4_MATMUL: Tolerance = Tolerance::new(1e-4, 1e-4);
     /// RMSNorm: one f32 reduction and a reciprocal square root.
     pub const RMS_NORM: Tolerance = Tolerance::new(1e-5, 1e-5);
@@ -86,6 +86,51 @@ pub async fn q4_gemv<B: Backend>(b: &B, seed: u64) -> Check {
 /// 4-bit GEMM (prefill).
 pub async fn q4_gemm<B: Backend>(b: &B, seed: u64) -> Check {
     q4_matmul(b, seed, MatmulKernel::Gemm).await
+}
+
+async fn f32_matmul<B: Backend>(b: &B, seed: u64, kernel: MatmulKernel) -> Check {
+    let op = match kernel {
+        MatmulKernel::Gemv => "f32_gemv",
+        MatmulKernel::Gemm => "f32_gemm",
+    };
+    let mut rng = Pcg32::new(seed);
+    let (m, n, k) = match kernel {
+        MatmulKernel::Gemv => (rng.range(1, 3), rng.range(1, 300), 4 * rng.range(1, 190)),
+        MatmulKernel::Gemm => (rng.range(1, 70), rng.range(1, 100), 4 * rng.range(1, 100)),
+    };
+    let w = rng.normal_vec(n * k, 0.05);
+    let x = rng.normal_vec(m * k, 1.0);
+    let wd = b.upload("w", &w).map_err(e(op))?;
+    let xd = b.upload("x", &x).map_err(e(op))?;
+    let od = b.alloc("out", m * n).map_err(e(op))?;
+    b.f32_matmul(&xd, &wd, n, k, &od, m, kernel)
+        .map_err(e(op))?;
+    let got = b.read(&od, 0, m * n).await.map_err(e(op))?;
+    let want: Vec<f64> = (0..m * n)
+        .map(|i| {
+            let (mi, r) = (i / n, i % n);
+            (0..k)
+                .map(|j| x[mi * k + j] as f64 * w[r * k + j] as f64)
+                .sum()
+        })
+        .collect();
+    compare(
+        op,
+        format!("m={m} n={n} k={k}"),
+        bounds::Q4_MATMUL,
+        &want,
+        &got,
+    )
+}
+
+/// f32 GEMV (decode), `k` any multiple of 4.
+pub async fn f32_gemv<B: Backend>(b: &B, seed: u64) -> Check {
+    f32_matmul(b, seed, MatmulKernel::Gemv).await
+}
+
+/// f32 GEMM (prefill), `k` any multiple of 4 (not of the 32-wide k step).
+pub async fn f32_gemm<B: Backend>(b: &B, seed: u64) -> Check {
+    f32_matmul(b, seed, MatmulKernel::Gemm).await
 }
 
 /// RMSNorm, plain and `(1 + w)` forms.

@@ -58,7 +58,10 @@ macro_rules! on_both {
     };
 }
 
-on_both!(q4_gemv, q4_gemm, rms_norm, rope, attention, silu_mul, add, softmax, embed_q4, select);
+on_both!(
+    q4_gemv, q4_gemm, f32_gemv, f32_gemm, rms_norm, rope, attention, silu_mul, add, softmax,
+    embed_q4, select
+);
 
 #[wasm_bindgen_test]
 async fn errors_are_named_not_panics() {

@@ -122,6 +122,30 @@ impl Backend for GpuContext {
         }
     }
 
+    fn f32_matmul(
+        &self,
+        x: &GpuBuffer,
+        w: &GpuBuffer,
+        rows: usize,
+        cols: usize,
+        out: &GpuBuffer,
+        m: usize,
+        kernel: MatmulKernel,
+    ) -> Result<()> {
+        check::f32_matmul(x, w, rows, cols, out, m)?;
+        no_alias("f32_matmul", out, &[x, w])?;
+        kernels::f32_matmul::dispatch(
+            self,
+            &x.buf,
+            &w.buf,
+            rows,
+            cols,
+            &out.buf,
+            m,
+            kernel == MatmulKernel::Gemm,
+        )
+    }
+
     fn rms_norm(
         &self,
         x: &GpuBuffer,

@@ -6,6 +6,7 @@ pub mod add;
 pub mod attention;
 pub mod copy;
 pub mod embed_q4;
+pub mod f32_matmul;
 pub mod q4_gemm;
 pub mod q4_gemv;
 pub mod rms_norm;
@@ -31,6 +32,8 @@ pub const ALL: &[Kernel] = &[
     attention::KERNEL,
     copy::KERNEL,
     embed_q4::KERNEL,
+    f32_matmul::GEMV,
+    f32_matmul::GEMM,
     q4_gemm::KERNEL,
     q4_gemv::KERNEL,
     rms_norm::KERNEL,
