@@ -80,7 +80,7 @@ pub trait Backend {
     /// A device buffer of 4-byte elements.
     type Buffer: Clone + BufferLen;
     /// A device-resident LQ4 matrix.
-    type Q4;
+    type Q4: Clone;
 
     /// The adapter or implementation, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) [Vulkan, Cpu]`.
     fn describe(&self) -> String;

@@ -287,7 +287,7 @@ impl Gguf {
             if let Ok(t) = info.ty {
                 let (bw, bb) = t.block();
                 let n = info.numel();
-                if n % bw != 0 {
+                if !n.is_multiple_of(bw) {
                     return Err(EngineError::Format {
                         file: source.into(),
                         detail: format!(
@@ -479,7 +479,7 @@ mod tests {
         b.extend(32u64.to_le_bytes());
         b.extend(3u32.to_le_bytes());
         b.extend(0u64.to_le_bytes());
-        while b.len() % 32 != 0 {
+        while !b.len().is_multiple_of(32) {
             b.push(0);
         }
         b.extend(half::f16::from_f32(0.5).to_bits().to_le_bytes());

@@ -7,12 +7,16 @@
 pub mod backend;
 pub mod cpu;
 pub mod error;
+pub mod generate;
 pub mod gguf;
 pub mod gpu;
 pub mod kernels;
+pub mod models;
 pub mod quant;
 pub mod rng;
+pub mod tokenizer;
 pub mod tolerance;
+pub mod weights;
 
 pub use backend::{AttnShape, Backend, BufferLen, MatmulKernel, RopeShape, Selection};
 pub use cpu::CpuBackend;

@@ -1,0 +1,364 @@
+//! Token generation: sampling (greedy, temperature, top-k, top-p, repetition penalty) with the
+//! platform-identical [`Pcg32`], stop on end-of-sequence ids and stop strings, and a streaming
+//! callback. Sampling reads back only the top-k candidates and the softmax normaliser, unless a
+//! repetition penalty needs the whole logit row.
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{Backend, MAX_TOP_K};
+use crate::error::{EngineError, Result};
+use crate::models::llama::Llama;
+use crate::rng::Pcg32;
+use crate::tokenizer::Tokenizer;
+
+/// Sampling settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SamplingParams {
+    /// 0 means greedy.
+    pub temperature: f32,
+    /// Candidates considered (1..=64).
+    pub top_k: usize,
+    /// Nucleus mass in (0, 1].
+    pub top_p: f32,
+    /// > 1 discourages tokens already in the prompt or output (1 = off).
+    pub repetition_penalty: f32,
+    /// RNG seed.
+    pub seed: u64,
+}
+
+impl Default for SamplingParams {
+    fn default() -> Self {
+        SamplingParams {
+            temperature: 0.0,
+            top_k: 40,
+            top_p: 1.0,
+            repetition_penalty: 1.0,
+            seed: 0,
+        }
+    }
+}
+
+impl SamplingParams {
+    /// Rejects settings outside their ranges.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |d: String| {
+            Err(EngineError::Shape {
+                op: "sampling",
+                detail: d,
+            })
+        };
+        if !(self.temperature >= 0.0 && self.temperature.is_finite()) {
+            return bad(format!("temperature {} must be >= 0", self.temperature));
+        }
+        if self.top_k == 0 || self.top_k > MAX_TOP_K {
+            return bad(format!("top_k {} must be in 1..={MAX_TOP_K}", self.top_k));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return bad(format!("top_p {} must be in (0, 1]", self.top_p));
+        }
+        if !(self.repetition_penalty >= 1.0 && self.repetition_penalty.is_finite()) {
+            return bad(format!(
+                "repetition_penalty {} must be >= 1",
+                self.repetition_penalty
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Picks a token from candidates `(id, logit)` sorted best first, given the normaliser
+/// `z = sum_i exp((l_i - l_max) / T)` over the whole vocabulary.
+pub fn pick(cands: &[(u32, f32)], z: f64, p: &SamplingParams, rng: &mut Pcg32) -> u32 {
+    if p.temperature == 0.0 || cands.len() == 1 {
+        return cands[0].0;
+    }
+    let max = cands[0].1;
+    let inv_t = 1.0 / p.temperature as f64;
+    let probs: Vec<f64> = cands
+        .iter()
+        .map(|c| ((c.1 - max) as f64 * inv_t).exp() / z)
+        .collect();
+    // Nucleus: the shortest prefix whose mass reaches top_p (at least one token).
+    let mut keep = probs.len();
+    let mut acc = 0.0;
+    for (i, pr) in probs.iter().enumerate() {
+        acc += pr;
+        if acc >= p.top_p as f64 {
+            keep = i + 1;
+            break;
+        }
+    }
+    let total: f64 = probs[..keep].iter().sum();
+    let u = rng.next_f32() as f64 * total;
+    let mut c = 0.0;
+    for i in 0..keep {
+        c += probs[i];
+        if u < c {
+            return cands[i].0;
+        }
+    }
+    cands[keep - 1].0
+}
+
+/// Applies the repetition penalty (CTRL / Hugging Face rule) to `logits` for each distinct id in `seen`.
+pub fn apply_repetition_penalty(logits: &mut [f32], seen: &[u32], penalty: f32) {
+    let mut done = std::collections::HashSet::new();
+    for &id in seen {
+        if done.insert(id) {
+            if let Some(l) = logits.get_mut(id as usize) {
+                *l = if *l > 0.0 { *l / penalty } else { *l * penalty };
+            }
+        }
+    }
+}
+
+/// Top-k and normaliser on the host (used with a repetition penalty).
+fn host_select(logits: &[f32], k: usize, temperature: f32) -> (Vec<(u32, f32)>, f64) {
+    let sel = crate::kernels::topk::cpu(
+        logits,
+        k,
+        Some(if temperature > 0.0 {
+            1.0 / temperature
+        } else {
+            1.0
+        }),
+    );
+    (sel.top, sel.sum_exp.unwrap_or(1.0))
+}
+
+/// Draws the next token from the model's current logits.
+pub async fn next_token<B: Backend>(
+    b: &B,
+    model: &Llama<B>,
+    history: &[u32],
+    p: &SamplingParams,
+    rng: &mut Pcg32,
+) -> Result<u32> {
+    let v = model.cfg.vocab_size;
+    let k = if p.temperature == 0.0 {
+        1
+    } else {
+        p.top_k.min(v)
+    };
+    let (cands, z) = if p.repetition_penalty != 1.0 {
+        let mut logits = model.read_logits(b).await?;
+        let row = logits.len() - v;
+        let last = &mut logits[row..];
+        apply_repetition_penalty(last, history, p.repetition_penalty);
+        host_select(last, k, p.temperature)
+    } else {
+        let (buf, rows) = model.logits();
+        if rows != 1 {
+            return Err(EngineError::Shape {
+                op: "sample",
+                detail: "sampling needs the last token's logits only".into(),
+            });
+        }
+        let inv_t = (p.temperature > 0.0).then(|| 1.0 / p.temperature);
+        let sel = b.select(buf, v, k, inv_t).await?;
+        (sel.top, sel.sum_exp.unwrap_or(1.0))
+    };
+    Ok(pick(&cands, z, p, rng))
+}
+
+/// Why generation stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// An end-of-sequence token.
+    Eos,
+    /// A stop string appeared.
+    StopString,
+    /// `max_tokens` reached.
+    MaxTokens,
+    /// The context is full.
+    Context,
+    /// The callback asked to stop.
+    Cancelled,
+}
+
+/// Generation settings.
+#[derive(Clone, Debug)]
+pub struct GenerateOptions {
+    /// Most new tokens.
+    pub max_tokens: usize,
+    /// Sampling.
+    pub sampling: SamplingParams,
+    /// Extra stop strings (EOS ids come from the tokenizer).
+    pub stop: Vec<String>,
+}
+
+/// What a generation produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct Generation {
+    /// New token ids (EOS excluded).
+    pub tokens: Vec<u32>,
+    /// Their text, cut before a stop string.
+    pub text: String,
+    /// Prompt length in tokens.
+    pub prompt_tokens: usize,
+    /// Prefill seconds.
+    pub prefill_s: f64,
+    /// Decode seconds.
+    pub decode_s: f64,
+    /// Why it stopped.
+    pub stop_reason: StopReason,
+}
+
+/// Milliseconds from a monotonic-enough clock on every target.
+pub fn now_ms() -> f64 {
+    #[cfg(target_arch = "wasm32")]
+    {
+        js_sys::Date::now()
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use std::sync::OnceLock;
+        static T0: OnceLock<std::time::Instant> = OnceLock::new();
+        T0.get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_secs_f64()
+            * 1e3
+    }
+}
+
+/// Prefills `prompt` (after resetting the cache) and generates. `on_text` receives each new
+/// piece of text as soon as it is complete UTF-8 and returns `false` to stop.
+pub async fn generate<B: Backend>(
+    b: &B,
+    model: &mut Llama<B>,
+    tok: &Tokenizer,
+    prompt: &[u32],
+    opts: &GenerateOptions,
+    mut on_text: impl FnMut(&str) -> bool,
+) -> Result<Generation> {
+    opts.sampling.validate()?;
+    if prompt.is_empty() {
+        return Err(EngineError::Shape {
+            op: "generate",
+            detail: "the prompt is empty".into(),
+        });
+    }
+    if prompt.len() >= model.context() {
+        return Err(EngineError::Shape {
+            op: "generate",
+            detail: format!(
+                "the prompt has {} tokens but the context holds {}",
+                prompt.len(),
+                model.context()
+            ),
+        });
+    }
+    let mut rng = Pcg32::new(opts.sampling.seed);
+    model.reset();
+    let t0 = now_ms();
+    model.forward(b, prompt, false)?;
+    let mut history: Vec<u32> = prompt.to_vec();
+    let mut out: Vec<u32> = Vec::new();
+    let mut text = String::new();
+    let mut emitted = 0usize;
+    let mut first = true;
+    let mut t1 = t0;
+    let mut reason = StopReason::MaxTokens;
+    while out.len() < opts.max_tokens {
+        let id = next_token(b, model, &history, &opts.sampling, &mut rng).await?;
+        if first {
+            t1 = now_ms();
+            first = false;
+        }
+        if tok.is_eos(id) {
+            reason = StopReason::Eos;
+            break;
+        }
+        out.push(id);
+        history.push(id);
+        text = tok.decode(&out)?;
+        if let Some(cut) = opts.stop.iter().filter_map(|s| text.find(s.as_str())).min() {
+            text.truncate(cut);
+            if cut > emitted {
+                on_text(&text[emitted..]);
+            }
+            emitted = text.len();
+            reason = StopReason::StopString;
+            break;
+        }
+        // Emit only complete characters (a token may end inside a UTF-8 sequence).
+        if !text.ends_with('\u{FFFD}') && text.len() > emitted && text.is_char_boundary(emitted) {
+            let keep_going = on_text(&text[emitted..]);
+            emitted = text.len();
+            if !keep_going {
+                reason = StopReason::Cancelled;
+                break;
+            }
+        }
+        if out.len() == opts.max_tokens {
+            break;
+        }
+        if model.position() + 1 > model.context() {
+            reason = StopReason::Context;
+            break;
+        }
+        model.forward(b, &[id], false)?;
+    }
+    if emitted < text.len() && text.is_char_boundary(emitted) {
+        on_text(&text[emitted..]);
+    }
+    let t2 = now_ms();
+    Ok(Generation {
+        tokens: out,
+        text,
+        prompt_tokens: prompt.len(),
+        prefill_s: (t1 - t0) / 1e3,
+        decode_s: (t2 - t1) / 1e3,
+        stop_reason: reason,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn greedy_and_nucleus() {
+        let p = SamplingParams::default();
+        let mut rng = Pcg32::new(1);
+        let c = [(7, 3.0), (2, 1.0), (9, 0.5)];
+        assert_eq!(pick(&c, 1.2, &p, &mut rng), 7);
+        // top_p tiny: only the best survives whatever the draw.
+        let p = SamplingParams {
+            temperature: 1.0,
+            top_p: 0.01,
+            ..Default::default()
+        };
+        for _ in 0..20 {
+            assert_eq!(pick(&c, 1.2, &p, &mut rng), 7);
+        }
+        // Full nucleus at high temperature: every candidate shows up.
+        let p = SamplingParams {
+            temperature: 5.0,
+            top_p: 1.0,
+            ..Default::default()
+        };
+        let z: f64 = c.iter().map(|x| ((x.1 - 3.0) as f64 / 5.0).exp()).sum();
+        let seen: std::collections::HashSet<u32> =
+            (0..200).map(|_| pick(&c, z, &p, &mut rng)).collect();
+        assert_eq!(seen.len(), 3);
+    }
+
+    #[test]
+    fn penalty_and_validation() {
+        let mut l = vec![2.0, -2.0, 1.0];
+        apply_repetition_penalty(&mut l, &[0, 1, 0], 2.0);
+        assert_eq!(l, vec![1.0, -4.0, 1.0]);
+        let bad = SamplingParams {
+            top_k: 0,
+            ..Default::default()
+        };
+        assert!(bad.validate().is_err());
+        let bad = SamplingParams {
+            top_p: 1.5,
+            ..Default::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+}

@@ -1,0 +1,743 @@
+//! The Llama family and Qwen3 (Llama plus a per-head RMSNorm on q and k), in one file, with
+//! f32 or LQ4 weights.
+//!
+//! Per layer, for a chunk of `T` tokens at positions `pos0..pos0+T` (shapes in elements):
+//! 1. `h = rms_norm(x)`                                  `[T, hidden]`
+//! 2. `q, k, v = h Wq^T, h Wk^T, h Wv^T`                 `[T, heads*hd]`, `[T, kv*hd]` x2
+//! 3. Qwen3 only: `q, k = rms_norm_per_head(q, k)`       same shapes, norm over `hd`
+//! 4. RoPE on q and k at `pos0` (rotate-half)
+//! 5. `k, v` appended to the layer's cache               `[ctx, kv, hd]`
+//! 6. `a = attention(q, cache)` causal, grouped-query    `[T, heads*hd]`
+//! 7. `x += a Wo^T`                                      `[T, hidden]`
+//! 8. `x += down(silu(gate(h2)) * up(h2))`, `h2 = rms_norm(x)`
+//!
+//! then `logits = rms_norm(x) W_lm^T` for the last token (or all tokens, for tests).
+//! The KV cache and all activations are allocated once at load for `ctx` positions and
+//! chunks of up to `chunk` tokens (llama2.c's run state).
+
+use serde::Deserialize;
+
+use super::{Linear, WeightFormat};
+use crate::backend::{rope_table, AttnShape, Backend, BufferLen, RopeShape};
+use crate::error::{EngineError, Result};
+use crate::gguf::Value;
+use crate::quant::Q4Matrix;
+use crate::weights::{expect, GgufSource, WeightSource};
+
+/// `rope_parameters` of transformers 5.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RopeParameters {
+    /// Base frequency.
+    pub rope_theta: Option<f64>,
+    /// `default` is the only type implemented.
+    pub rope_type: Option<String>,
+}
+
+/// Hugging Face `config.json` of `LlamaForCausalLM` / `Qwen3ForCausalLM`, in the transformers 4
+/// form (`rope_theta`, `torch_dtype`) and the transformers 5 form (`rope_parameters`, `dtype`,
+/// `layer_types`).
+#[derive(Clone, Debug, Deserialize)]
+pub struct Config {
+    /// `llama` or `qwen3`.
+    pub model_type: String,
+    /// Vocabulary size.
+    pub vocab_size: usize,
+    /// Model width.
+    pub hidden_size: usize,
+    /// MLP width.
+    pub intermediate_size: usize,
+    /// Layers.
+    pub num_hidden_layers: usize,
+    /// Query heads.
+    pub num_attention_heads: usize,
+    /// Key/value heads (defaults to the query heads).
+    pub num_key_value_heads: Option<usize>,
+    /// Head dimension (defaults to `hidden_size / num_attention_heads`).
+    pub head_dim: Option<usize>,
+    /// RMSNorm epsilon.
+    pub rms_norm_eps: f64,
+    /// transformers 4: RoPE base.
+    pub rope_theta: Option<f64>,
+    /// transformers 5: RoPE parameters.
+    pub rope_parameters: Option<RopeParameters>,
+    /// transformers 4: RoPE scaling (only absent / `default` is implemented).
+    pub rope_scaling: Option<serde_json::Value>,
+    /// Whether the LM head is the embedding matrix.
+    #[serde(default)]
+    pub tie_word_embeddings: bool,
+    /// Attention projections with bias (not implemented).
+    #[serde(default)]
+    pub attention_bias: bool,
+    /// MLP with bias (not implemented).
+    #[serde(default)]
+    pub mlp_bias: bool,
+    /// Trained context length.
+    pub max_position_embeddings: Option<usize>,
+    /// Sliding-window attention (not implemented).
+    #[serde(default)]
+    pub use_sliding_window: bool,
+    /// transformers 5: per-layer attention type; only `full_attention` is implemented.
+    pub layer_types: Option<Vec<String>>,
+    /// Activation; only `silu`.
+    pub hidden_act: Option<String>,
+    /// End-of-sequence id(s).
+    pub eos_token_id: Option<serde_json::Value>,
+}
+
+impl Config {
+    /// Parses and validates `config.json`; `source` names the file in errors.
+    pub fn from_json(source: &str, text: &str) -> Result<Config> {
+        let c: Config = serde_json::from_str(text).map_err(|e| EngineError::Format {
+            file: source.into(),
+            detail: format!("config.json: {e}"),
+        })?;
+        c.validate(source)?;
+        Ok(c)
+    }
+
+    /// Builds the config from a GGUF file's metadata (`llama` and `qwen3` architectures).
+    pub fn from_gguf(src: &GgufSource) -> Result<Config> {
+        let g = src.gguf();
+        let arch = src.arch().to_string();
+        let fmt = |detail: String| EngineError::Format {
+            file: g.source.clone(),
+            detail,
+        };
+        let key = |k: &str| g.get(&format!("{arch}.{k}"));
+        let int = |k: &str| -> Result<usize> {
+            key(k)
+                .and_then(Value::as_u64)
+                .map(|v| v as usize)
+                .ok_or_else(|| fmt(format!("metadata {arch}.{k} is missing")))
+        };
+        let hidden = int("embedding_length")?;
+        let heads = int("attention.head_count")?;
+        let vocab = match key("vocab_size").and_then(Value::as_u64) {
+            Some(v) => v as usize,
+            None => g
+                .get("tokenizer.ggml.tokens")
+                .and_then(Value::as_array)
+                .map(|a| a.len())
+                .ok_or_else(|| fmt("no vocabulary size".into()))?,
+        };
+        let c = Config {
+            model_type: arch.clone(),
+            vocab_size: vocab,
+            hidden_size: hidden,
+            intermediate_size: int("feed_forward_length")?,
+            num_hidden_layers: int("block_count")?,
+            num_attention_heads: heads,
+            num_key_value_heads: key("attention.head_count_kv")
+                .and_then(Value::as_u64)
+                .map(|v| v as usize),
+            head_dim: key("attention.key_length")
+                .and_then(Value::as_u64)
+                .map(|v| v as usize),
+            rms_norm_eps: key("attention.layer_norm_rms_epsilon")
+                .and_then(Value::as_f64)
+                .unwrap_or(1e-6),
+            rope_theta: Some(
+                key("rope.freq_base")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(10_000.0),
+            ),
+            rope_parameters: None,
+            rope_scaling: key("rope.scaling.type")
+                .and_then(Value::as_str)
+                .map(|s| serde_json::json!({ "type": s })),
+            tie_word_embeddings: g.tensor("output.weight").is_none(),
+            attention_bias: g.tensor("blk.0.attn_q.bias").is_some(),
+            mlp_bias: false,
+            max_position_embeddings: key("context_length")
+                .and_then(Value::as_u64)
+                .map(|v| v as usize),
+            use_sliding_window: false,
+            layer_types: None,
+            hidden_act: None,
+            eos_token_id: g
+                .get("tokenizer.ggml.eos_token_id")
+                .and_then(Value::as_u64)
+                .map(|v| v.into()),
+        };
+        c.validate(&g.source)?;
+        Ok(c)
+    }
+
+    fn validate(&self, source: &str) -> Result<()> {
+        let bad = |detail: String| {
+            Err(EngineError::Format {
+                file: source.into(),
+                detail,
+            })
+        };
+        if !matches!(self.model_type.as_str(), "llama" | "qwen3") {
+            return bad(format!(
+                "model_type '{}' is not supported by this model file (llama, qwen3)",
+                self.model_type
+            ));
+        }
+        if self.attention_bias || self.mlp_bias {
+            return bad("attention or MLP bias is not implemented for llama/qwen3".into());
+        }
+        if let Some(act) = &self.hidden_act {
+            if act != "silu" {
+                return bad(format!("hidden_act '{act}' is not implemented (silu only)"));
+            }
+        }
+        let rope_type = self
+            .rope_parameters
+            .as_ref()
+            .and_then(|p| p.rope_type.clone())
+            .or_else(|| {
+                self.rope_scaling.as_ref().and_then(|s| {
+                    s.get("rope_type")
+                        .or_else(|| s.get("type"))
+                        .and_then(|t| t.as_str())
+                        .map(String::from)
+                })
+            });
+        if let Some(t) = rope_type {
+            if t != "default" {
+                return bad(format!(
+                    "RoPE scaling '{t}' is not implemented (default RoPE only)"
+                ));
+            }
+        }
+        if self.use_sliding_window {
+            return bad("sliding-window attention is not implemented".into());
+        }
+        if let Some(lt) = &self.layer_types {
+            if let Some(t) = lt.iter().find(|t| *t != "full_attention") {
+                return bad(format!(
+                    "layer type '{t}' is not implemented (full_attention only)"
+                ));
+            }
+        }
+        let kv = self.kv_heads();
+        if kv == 0 || !self.num_attention_heads.is_multiple_of(kv) {
+            return bad(format!(
+                "{} attention heads are not a multiple of {kv} key/value heads",
+                self.num_attention_heads
+            ));
+        }
+        let hd = self.head_dim();
+        if hd == 0 || !hd.is_multiple_of(2) || hd > 256 {
+            return bad(format!("head_dim {hd} must be even and at most 256"));
+        }
+        if !self.hidden_size.is_multiple_of(4) || !self.intermediate_size.is_multiple_of(4) {
+            return bad("hidden and intermediate sizes must be multiples of 4".into());
+        }
+        Ok(())
+    }
+
+    /// Key/value heads.
+    pub fn kv_heads(&self) -> usize {
+        self.num_key_value_heads.unwrap_or(self.num_attention_heads)
+    }
+
+    /// Head dimension.
+    pub fn head_dim(&self) -> usize {
+        self.head_dim
+            .unwrap_or(self.hidden_size / self.num_attention_heads.max(1))
+    }
+
+    /// RoPE base frequency.
+    pub fn rope_theta(&self) -> f64 {
+        self.rope_parameters
+            .as_ref()
+            .and_then(|p| p.rope_theta)
+            .or(self.rope_theta)
+            .unwrap_or(10_000.0)
+    }
+
+    /// Whether q and k get a per-head RMSNorm (Qwen3).
+    pub fn qk_norm(&self) -> bool {
+        self.model_type == "qwen3"
+    }
+
+    /// End-of-sequence ids from the config (an int or a list).
+    pub fn eos_ids(&self) -> Vec<u32> {
+        match &self.eos_token_id {
+            Some(serde_json::Value::Number(n)) => {
+                n.as_u64().map(|v| vec![v as u32]).unwrap_or_default()
+            }
+            Some(serde_json::Value::Array(a)) => a
+                .iter()
+                .filter_map(|v| v.as_u64())
+                .map(|v| v as u32)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Load-time options.
+#[derive(Clone, Copy, Debug)]
+pub struct LoadOptions {
+    /// Matmul weight storage.
+    pub format: WeightFormat,
+    /// KV-cache capacity in positions.
+    pub ctx: usize,
+    /// Largest prefill chunk in tokens (activations are sized for it).
+    pub chunk: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            format: WeightFormat::F32,
+            ctx: 2048,
+            chunk: 64,
+        }
+    }
+}
+
+/// The token embedding table.
+enum Embedding<B: Backend> {
+    Q4(B::Q4),
+    F32(B::Buffer),
+}
+
+/// Self-attention of one layer.
+struct Attention<B: Backend> {
+    q_proj: Linear<B>,
+    k_proj: Linear<B>,
+    v_proj: Linear<B>,
+    o_proj: Linear<B>,
+    q_norm: Option<B::Buffer>,
+    k_norm: Option<B::Buffer>,
+}
+
+impl<B: Backend> Attention<B> {
+    fn new(
+        b: &B,
+        cfg: &Config,
+        src: &dyn WeightSource,
+        p: &str,
+        fmt: WeightFormat,
+    ) -> Result<Self> {
+        let (h, hd, kv) = (cfg.hidden_size, cfg.head_dim(), cfg.kv_heads());
+        let nq = cfg.num_attention_heads * hd;
+        let norm = |n: &str| -> Result<Option<B::Buffer>> {
+            if cfg.qk_norm() {
+                let t = expect(src, &format!("{p}.self_attn.{n}.weight"), &[hd])?;
+                Ok(Some(b.upload(n, &t.data)?))
+            } else {
+                Ok(None)
+            }
+        };
+        Ok(Attention {
+            q_proj: Linear::new(b, src, &format!("{p}.self_attn.q_proj.weight"), nq, h, fmt)?,
+            k_proj: Linear::new(
+                b,
+                src,
+                &format!("{p}.self_attn.k_proj.weight"),
+                kv * hd,
+                h,
+                fmt,
+            )?,
+            v_proj: Linear::new(
+                b,
+                src,
+                &format!("{p}.self_attn.v_proj.weight"),
+                kv * hd,
+                h,
+                fmt,
+            )?,
+            o_proj: Linear::new(b, src, &format!("{p}.self_attn.o_proj.weight"), h, nq, fmt)?,
+            q_norm: norm("q_norm")?,
+            k_norm: norm("k_norm")?,
+        })
+    }
+}
+
+/// SwiGLU MLP of one layer.
+struct Mlp<B: Backend> {
+    gate_proj: Linear<B>,
+    up_proj: Linear<B>,
+    down_proj: Linear<B>,
+}
+
+impl<B: Backend> Mlp<B> {
+    fn new(
+        b: &B,
+        cfg: &Config,
+        src: &dyn WeightSource,
+        p: &str,
+        fmt: WeightFormat,
+    ) -> Result<Self> {
+        let (h, f) = (cfg.hidden_size, cfg.intermediate_size);
+        Ok(Mlp {
+            gate_proj: Linear::new(b, src, &format!("{p}.mlp.gate_proj.weight"), f, h, fmt)?,
+            up_proj: Linear::new(b, src, &format!("{p}.mlp.up_proj.weight"), f, h, fmt)?,
+            down_proj: Linear::new(b, src, &format!("{p}.mlp.down_proj.weight"), h, f, fmt)?,
+        })
+    }
+}
+
+/// One decoder layer and its KV cache.
+struct Layer<B: Backend> {
+    input_layernorm: B::Buffer,
+    attn: Attention<B>,
+    post_attention_layernorm: B::Buffer,
+    mlp: Mlp<B>,
+    k_cache: B::Buffer,
+    v_cache: B::Buffer,
+}
+
+/// Activations for one chunk, allocated once.
+struct RunState<B: Backend> {
+    x: B::Buffer,
+    h: B::Buffer,
+    q: B::Buffer,
+    qn: B::Buffer,
+    k: B::Buffer,
+    kn: B::Buffer,
+    v: B::Buffer,
+    att: B::Buffer,
+    o: B::Buffer,
+    gate: B::Buffer,
+    up: B::Buffer,
+    act: B::Buffer,
+    last: B::Buffer,
+    last_n: B::Buffer,
+    logits: B::Buffer,
+}
+
+/// A loaded Llama / Qwen3 model with its run state.
+pub struct Llama<B: Backend> {
+    /// The configuration.
+    pub cfg: Config,
+    opts: LoadOptions,
+    embed: Embedding<B>,
+    layers: Vec<Layer<B>>,
+    norm: B::Buffer,
+    lm_head: Linear<B>,
+    rope: B::Buffer,
+    s: RunState<B>,
+    /// Positions already in the KV cache.
+    pos: usize,
+    /// Rows of `logits` written by the last forward (1, or the chunk length with `all_logits`).
+    logit_rows: usize,
+}
+
+impl<B: Backend> Llama<B> {
+    /// Loads every weight by its HF name (shape-checked) and allocates the run state.
+    pub fn load(b: &B, cfg: Config, src: &dyn WeightSource, opts: LoadOptions) -> Result<Self> {
+        if opts.ctx == 0 || opts.chunk == 0 {
+            return Err(EngineError::Shape {
+                op: "load",
+                detail: "context and chunk must be positive".into(),
+            });
+        }
+        let (h, v, hd, kv) = (
+            cfg.hidden_size,
+            cfg.vocab_size,
+            cfg.head_dim(),
+            cfg.kv_heads(),
+        );
+        let fmt = opts.format;
+        let emb = expect(src, "model.embed_tokens.weight", &[v, h])?;
+        let q4_ok = h.is_multiple_of(32);
+        let (embed, tied_head) = if fmt == WeightFormat::Q4 && q4_ok {
+            let q = b.upload_q4(
+                "embed_tokens",
+                &Q4Matrix::quantize("model.embed_tokens.weight", v, h, &emb.data)?,
+            )?;
+            (Embedding::Q4(q.clone()), Linear::Q4(q))
+        } else {
+            let t = b.upload("embed_tokens", &emb.data)?;
+            (
+                Embedding::F32(t.clone()),
+                Linear::F32 {
+                    w: t,
+                    rows: v,
+                    cols: h,
+                },
+            )
+        };
+        drop(emb);
+        let lm_head = if cfg.tie_word_embeddings {
+            tied_head
+        } else {
+            Linear::new(b, src, "lm_head.weight", v, h, fmt)?
+        };
+        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+        for i in 0..cfg.num_hidden_layers {
+            let p = format!("model.layers.{i}");
+            let norm = |n: &str| -> Result<B::Buffer> {
+                let t = expect(src, &format!("{p}.{n}.weight"), &[h])?;
+                b.upload(n, &t.data)
+            };
+            layers.push(Layer {
+                input_layernorm: norm("input_layernorm")?,
+                attn: Attention::new(b, &cfg, src, &p, fmt)?,
+                post_attention_layernorm: norm("post_attention_layernorm")?,
+                mlp: Mlp::new(b, &cfg, src, &p, fmt)?,
+                k_cache: b.alloc("k_cache", opts.ctx * kv * hd)?,
+                v_cache: b.alloc("v_cache", opts.ctx * kv * hd)?,
+            });
+        }
+        let norm = b.upload("norm", &expect(src, "model.norm.weight", &[h])?.data)?;
+        let rope = b.upload("rope", &rope_table(cfg.rope_theta() as f32, hd, opts.ctx))?;
+        let t = opts.chunk;
+        let nq = cfg.num_attention_heads * hd;
+        let s = RunState {
+            x: b.alloc("x", t * h)?,
+            h: b.alloc("h", t * h)?,
+            q: b.alloc("q", t * nq)?,
+            qn: b.alloc("qn", t * nq)?,
+            k: b.alloc("k", t * kv * hd)?,
+            kn: b.alloc("kn", t * kv * hd)?,
+            v: b.alloc("v", t * kv * hd)?,
+            att: b.alloc("att", t * nq)?,
+            o: b.alloc("o", t * h)?,
+            gate: b.alloc("gate", t * cfg.intermediate_size)?,
+            up: b.alloc("up", t * cfg.intermediate_size)?,
+            act: b.alloc("act", t * cfg.intermediate_size)?,
+            last: b.alloc("last", h)?,
+            last_n: b.alloc("last_n", h)?,
+            logits: b.alloc("logits", v)?,
+        };
+        Ok(Llama {
+            cfg,
+            opts,
+            embed,
+            layers,
+            norm,
+            lm_head,
+            rope,
+            s,
+            pos: 0,
+            logit_rows: 0,
+        })
+    }
+
+    /// Positions in the KV cache.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// KV-cache capacity.
+    pub fn context(&self) -> usize {
+        self.opts.ctx
+    }
+
+    /// Forgets the cached sequence.
+    pub fn reset(&mut self) {
+        self.pos = 0;
+    }
+
+    /// Rewinds the cache to `pos` positions (for prompt reuse).
+    pub fn truncate(&mut self, pos: usize) {
+        self.pos = self.pos.min(pos);
+    }
+
+    /// Runs `tokens` through the model in chunks, appending to the KV cache. Afterwards
+    /// [`Llama::logits`] holds the last token's logits (`all_logits = false`), or every token's
+    /// logits of the final chunk (`all_logits = true`, which needs `tokens.len() <= chunk`).
+    pub fn forward(&mut self, b: &B, tokens: &[u32], all_logits: bool) -> Result<()> {
+        if tokens.is_empty() {
+            return Err(EngineError::Shape {
+                op: "forward",
+                detail: "no tokens".into(),
+            });
+        }
+        if self.pos + tokens.len() > self.opts.ctx {
+            return Err(EngineError::Shape {
+                op: "forward",
+                detail: format!(
+                    "{} cached + {} new tokens exceed the context of {} positions",
+                    self.pos,
+                    tokens.len(),
+                    self.opts.ctx
+                ),
+            });
+        }
+        if all_logits && tokens.len() > self.opts.chunk {
+            return Err(EngineError::Shape {
+                op: "forward",
+                detail: format!("all_logits needs at most {} tokens", self.opts.chunk),
+            });
+        }
+        if let Some(bad) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
+            return Err(EngineError::Shape {
+                op: "forward",
+                detail: format!(
+                    "token id {bad} is outside the vocabulary of {}",
+                    self.cfg.vocab_size
+                ),
+            });
+        }
+        for chunk in tokens.chunks(self.opts.chunk) {
+            self.forward_chunk(b, chunk, all_logits)?;
+        }
+        Ok(())
+    }
+
+    fn forward_chunk(&mut self, b: &B, ids: &[u32], all_logits: bool) -> Result<()> {
+        let cfg = &self.cfg;
+        let s = &self.s;
+        let t = ids.len();
+        let (h, hd, nh, kv) = (
+            cfg.hidden_size,
+            cfg.head_dim(),
+            cfg.num_attention_heads,
+            cfg.kv_heads(),
+        );
+        let f = cfg.intermediate_size;
+        let eps = cfg.rms_norm_eps as f32;
+        let pos0 = self.pos;
+        // 0. Embedding: x [t, h].
+        match &self.embed {
+            Embedding::Q4(q) => b.embed_q4(ids, q, &s.x)?,
+            Embedding::F32(table) => {
+                for (i, &id) in ids.iter().enumerate() {
+                    b.copy(table, id as usize * h, &s.x, i * h, h)?;
+                }
+            }
+        }
+        for l in &self.layers {
+            // 1. h = rms_norm(x)                                   [t, h]
+            b.rms_norm(&s.x, &l.input_layernorm, &s.h, t, h, eps, 0.0)?;
+            // 2. projections                                       [t, nh*hd], [t, kv*hd]
+            l.attn.q_proj.forward(b, &s.h, &s.q, t)?;
+            l.attn.k_proj.forward(b, &s.h, &s.k, t)?;
+            l.attn.v_proj.forward(b, &s.h, &s.v, t)?;
+            // 3. Qwen3: per-head RMSNorm of q and k               rows t*heads, dim hd
+            let (q, k) = match (&l.attn.q_norm, &l.attn.k_norm) {
+                (Some(qn), Some(kn)) => {
+                    b.rms_norm(&s.q, qn, &s.qn, t * nh, hd, eps, 0.0)?;
+                    b.rms_norm(&s.k, kn, &s.kn, t * kv, hd, eps, 0.0)?;
+                    (&s.qn, &s.kn)
+                }
+                _ => (&s.q, &s.k),
+            };
+            // 4. RoPE at pos0
+            let rs = |heads| RopeShape {
+                tokens: t,
+                heads,
+                head_dim: hd,
+                rot_dim: hd,
+                pos0,
+            };
+            b.rope(q, &self.rope, rs(nh))?;
+            b.rope(k, &self.rope, rs(kv))?;
+            // 5. append k, v to the cache                         [ctx, kv, hd]
+            b.copy(k, 0, &l.k_cache, pos0 * kv * hd, t * kv * hd)?;
+            b.copy(&s.v, 0, &l.v_cache, pos0 * kv * hd, t * kv * hd)?;
+            // 6. causal grouped-query attention                    [t, nh*hd]
+            let shape = AttnShape {
+                tokens: t,
+                heads: nh,
+                kv_heads: kv,
+                head_dim: hd,
+                pos0,
+                ctx: self.opts.ctx,
+                scale: 1.0 / (hd as f32).sqrt(),
+            };
+            b.attention(q, &l.k_cache, &l.v_cache, &s.att, shape)?;
+            // 7. x += att Wo^T                                     [t, h]
+            l.attn.o_proj.forward(b, &s.att, &s.o, t)?;
+            b.add_assign(&s.x, &s.o, t * h)?;
+            // 8. x += down(silu(gate(h2)) * up(h2))
+            b.rms_norm(&s.x, &l.post_attention_layernorm, &s.h, t, h, eps, 0.0)?;
+            l.mlp.gate_proj.forward(b, &s.h, &s.gate, t)?;
+            l.mlp.up_proj.forward(b, &s.h, &s.up, t)?;
+            b.silu_mul(&s.gate, &s.up, &s.act, t * f)?;
+            l.mlp.down_proj.forward(b, &s.act, &s.o, t)?;
+            b.add_assign(&s.x, &s.o, t * h)?;
+        }
+        // 9. final norm and LM head
+        if all_logits {
+            b.rms_norm(&s.x, &self.norm, &s.h, t, h, eps, 0.0)?;
+            let v = cfg.vocab_size;
+            if s.logits.len() < t * v {
+                self.s.logits = b.alloc("logits", t * v)?;
+            }
+            self.lm_head.forward(b, &self.s.h, &self.s.logits, t)?;
+            self.logit_rows = t;
+        } else {
+            b.copy(&s.x, (t - 1) * h, &s.last, 0, h)?;
+            b.rms_norm(&s.last, &self.norm, &s.last_n, 1, h, eps, 0.0)?;
+            self.lm_head.forward(b, &s.last_n, &s.logits, 1)?;
+            self.logit_rows = 1;
+        }
+        self.pos += t;
+        Ok(())
+    }
+
+    /// The logits buffer: `[rows, vocab]` with `rows` from the last forward.
+    pub fn logits(&self) -> (&B::Buffer, usize) {
+        (&self.s.logits, self.logit_rows)
+    }
+
+    /// Reads the logits of the last forward back to the host.
+    pub async fn read_logits(&self, b: &B) -> Result<Vec<f32>> {
+        b.read(&self.s.logits, 0, self.logit_rows * self.cfg.vocab_size)
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T4: &str = r#"{"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3","vocab_size":10,
+        "hidden_size":8,"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2,
+        "num_key_value_heads":1,"head_dim":4,"rms_norm_eps":1e-6,"rope_theta":5000000.0,
+        "torch_dtype":"bfloat16","tie_word_embeddings":true,"rope_scaling":null}"#;
+
+    #[test]
+    fn config_in_both_transformers_forms() {
+        let c = Config::from_json("t4", T4).expect("t4");
+        assert_eq!(c.rope_theta(), 5_000_000.0);
+        assert!(c.qk_norm() && c.tie_word_embeddings);
+        let t5 = T4.replace(r#""rope_theta":5000000.0,"#, r#""rope_parameters":{"rope_theta":1000000.0,"rope_type":"default"},"layer_types":["full_attention"],"#);
+        let c = Config::from_json("t5", &t5).expect("t5");
+        assert_eq!(c.rope_theta(), 1_000_000.0);
+    }
+
+    #[test]
+    fn unsupported_options_are_refused_by_name() {
+        let cases = [
+            (
+                T4.replace(
+                    r#""rope_scaling":null"#,
+                    r#""rope_scaling":{"rope_type":"yarn","factor":4.0}"#,
+                ),
+                "yarn",
+            ),
+            (
+                T4.replace(
+                    r#""tie_word_embeddings":true"#,
+                    r#""tie_word_embeddings":true,"use_sliding_window":true"#,
+                ),
+                "sliding",
+            ),
+            (
+                T4.replace(
+                    r#""tie_word_embeddings":true"#,
+                    r#""tie_word_embeddings":true,"attention_bias":true"#,
+                ),
+                "bias",
+            ),
+            (T4.replace("\"qwen3\"", "\"mamba\""), "mamba"),
+            (
+                T4.replace(r#""num_key_value_heads":1"#, r#""num_key_value_heads":3"#),
+                "multiple",
+            ),
+            (T4.replace("1e-6", "\"x\""), "config.json"),
+        ];
+        for (json, needle) in cases {
+            let e = Config::from_json("cfg.json", &json)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                e.contains(needle) && e.contains("cfg.json"),
+                "{needle}: {e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Model architectures, one file each (candle style): `Config` deserialized with Hugging Face's
+//! own field names, one struct per sub-layer with `new` and `forward`, weights addressed by HF
+//! tensor names and shape-checked at load.
+
+pub mod llama;
+
+use crate::backend::{Backend, MatmulKernel};
+use crate::error::Result;
+use crate::quant::Q4Matrix;
+use crate::weights::{expect, WeightSource};
+
+/// How matmul weights are stored on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightFormat {
+    /// f32, as loaded (exact against the reference implementation).
+    F32,
+    /// LQ4 4-bit (see [`crate::quant`]), quantized at load.
+    Q4,
+}
+
+/// Activation rows at or below which a matmul uses the GEMV kernel.
+pub const GEMV_MAX_ROWS: usize = 4;
+
+/// A linear layer `y = x W^T` without bias, `W[out][in]`.
+pub enum Linear<B: Backend> {
+    /// 4-bit weights.
+    Q4(B::Q4),
+    /// f32 weights.
+    F32 {
+        /// `W`, row-major.
+        w: B::Buffer,
+        /// Output features.
+        rows: usize,
+        /// Input features.
+        cols: usize,
+    },
+}
+
+impl<B: Backend> Clone for Linear<B> {
+    fn clone(&self) -> Self {
+        match self {
+            Linear::Q4(q) => Linear::Q4(q.clone()),
+            Linear::F32 { w, rows, cols } => Linear::F32 {
+                w: w.clone(),
+                rows: *rows,
+                cols: *cols,
+            },
+        }
+    }
+}
+
+impl<B: Backend> Linear<B> {
+    /// Loads `name` with shape `[rows, cols]` in the requested format.
+    pub fn new(
+        b: &B,
+        src: &dyn WeightSource,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        fmt: WeightFormat,
+    ) -> Result<Self> {
+        let t = expect(src, name, &[rows, cols])?;
+        Self::from_host(b, name, rows, cols, &t.data, fmt)
+    }
+
+    /// Uploads host data `[rows, cols]`.
+    pub fn from_host(
+        b: &B,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        data: &[f32],
+        fmt: WeightFormat,
+    ) -> Result<Self> {
+        Ok(match fmt {
+            WeightFormat::F32 => Linear::F32 {
+                w: b.upload(name, data)?,
+                rows,
+                cols,
+            },
+            WeightFormat::Q4 => {
+                Linear::Q4(b.upload_q4(name, &Q4Matrix::quantize(name, rows, cols, data)?)?)
+            }
+        })
+    }
+
+    /// Output features.
+    pub fn rows(&self, b: &B) -> usize {
+        match self {
+            Linear::Q4(q) => b.q4_shape(q).0,
+            Linear::F32 { rows, .. } => *rows,
+        }
+    }
+
+    /// `out[m][rows] = x[m][cols] W^T`.
+    pub fn forward(&self, b: &B, x: &B::Buffer, out: &B::Buffer, m: usize) -> Result<()> {
+        let kernel = if m <= GEMV_MAX_ROWS {
+            MatmulKernel::Gemv
+        } else {
+            MatmulKernel::Gemm
+        };
+        match self {
+            Linear::Q4(q) => b.q4_matmul(x, q, out, m, kernel),
+            Linear::F32 { w, rows, cols } => b.f32_matmul(x, w, *rows, *cols, out, m, kernel),
+        }
+    }
+}

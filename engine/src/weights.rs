@@ -1,0 +1,341 @@
+//! Where model weights come from: a Hugging Face folder (safetensors, sharded or not, f32 /
+//! f16 / bf16) or a GGUF file. Both answer by **Hugging Face tensor name** with an f32 copy in
+//! HF layout (`[out_features, in_features]` for a linear weight), so a model file is written
+//! once against HF names whatever the source.
+
+use std::collections::BTreeMap;
+
+use crate::error::{EngineError, Result};
+use crate::gguf::{Gguf, Value};
+
+/// A tensor in HF layout.
+#[derive(Clone, Debug)]
+pub struct HostTensor {
+    /// Shape, slowest dimension first.
+    pub shape: Vec<usize>,
+    /// Row-major f32 values.
+    pub data: Vec<f32>,
+}
+
+/// A source of named weights.
+pub trait WeightSource {
+    /// Names the source in errors.
+    fn describe(&self) -> String;
+    /// The tensor called `name` (HF naming), or `None` if absent.
+    fn get(&self, name: &str) -> Result<Option<HostTensor>>;
+}
+
+/// Fetches a tensor and checks its shape, naming tensor, source and both shapes on mismatch.
+pub fn expect(src: &dyn WeightSource, name: &str, shape: &[usize]) -> Result<HostTensor> {
+    let t = src.get(name)?.ok_or_else(|| EngineError::Format {
+        file: src.describe(),
+        detail: format!("tensor '{name}' is missing"),
+    })?;
+    if t.shape != shape {
+        return Err(EngineError::Format {
+            file: src.describe(),
+            detail: format!(
+                "tensor '{name}' has shape {:?}, the config implies {shape:?}",
+                t.shape
+            ),
+        });
+    }
+    if let Some(i) = t.data.iter().position(|v| !v.is_finite()) {
+        return Err(EngineError::Format {
+            file: src.describe(),
+            detail: format!(
+                "tensor '{name}' holds a non-finite value ({}) at element {i}",
+                t.data[i]
+            ),
+        });
+    }
+    Ok(t)
+}
+
+/// Safetensors files, from memory (wasm, tests) or a folder.
+pub struct Safetensors {
+    source: String,
+    /// (file name, bytes) per shard.
+    shards: Vec<(String, Vec<u8>)>,
+    /// tensor name -> shard index.
+    index: BTreeMap<String, usize>,
+}
+
+impl Safetensors {
+    /// From in-memory shards; validates every header (offsets that lie, truncation).
+    pub fn from_shards(source: &str, shards: Vec<(String, Vec<u8>)>) -> Result<Safetensors> {
+        let mut index = BTreeMap::new();
+        for (i, (name, bytes)) in shards.iter().enumerate() {
+            let st =
+                safetensors::SafeTensors::deserialize(bytes).map_err(|e| EngineError::Format {
+                    file: name.clone(),
+                    detail: format!("invalid safetensors: {e}"),
+                })?;
+            for n in st.names() {
+                index.insert(n.to_string(), i);
+            }
+        }
+        Ok(Safetensors {
+            source: source.into(),
+            shards,
+            index,
+        })
+    }
+
+    /// Opens `model.safetensors`, or every shard listed by `model.safetensors.index.json`.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open_dir(dir: &std::path::Path) -> Result<Safetensors> {
+        let read = |p: &std::path::Path| {
+            std::fs::read(p).map_err(|e| EngineError::Io {
+                path: p.display().to_string(),
+                detail: e.to_string(),
+            })
+        };
+        let idx = dir.join("model.safetensors.index.json");
+        let files: Vec<String> = if idx.exists() {
+            let v: serde_json::Value =
+                serde_json::from_slice(&read(&idx)?).map_err(|e| EngineError::Format {
+                    file: idx.display().to_string(),
+                    detail: e.to_string(),
+                })?;
+            let map = v
+                .get("weight_map")
+                .and_then(|m| m.as_object())
+                .ok_or_else(|| EngineError::Format {
+                    file: idx.display().to_string(),
+                    detail: "no weight_map object".into(),
+                })?;
+            let mut f: Vec<String> = map
+                .values()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect();
+            f.sort();
+            f.dedup();
+            f
+        } else {
+            vec!["model.safetensors".into()]
+        };
+        let mut shards = Vec::new();
+        for f in files {
+            if f.contains('/') || f.contains("..") {
+                return Err(EngineError::Format {
+                    file: idx.display().to_string(),
+                    detail: format!("shard name '{f}' leaves the folder"),
+                });
+            }
+            let p = dir.join(&f);
+            shards.push((p.display().to_string(), read(&p)?));
+        }
+        Self::from_shards(&dir.display().to_string(), shards)
+    }
+
+    /// Tensor names.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.index.keys().map(String::as_str)
+    }
+}
+
+impl WeightSource for Safetensors {
+    fn describe(&self) -> String {
+        self.source.clone()
+    }
+
+    fn get(&self, name: &str) -> Result<Option<HostTensor>> {
+        let Some(&i) = self.index.get(name) else {
+            return Ok(None);
+        };
+        let (file, bytes) = &self.shards[i];
+        let fmt = |detail: String| EngineError::Format {
+            file: file.clone(),
+            detail,
+        };
+        let st = safetensors::SafeTensors::deserialize(bytes)
+            .map_err(|e| fmt(format!("invalid safetensors: {e}")))?;
+        let t = st
+            .tensor(name)
+            .map_err(|e| fmt(format!("tensor '{name}': {e}")))?;
+        let raw = t.data();
+        use safetensors::Dtype;
+        let data: Vec<f32> = match t.dtype() {
+            Dtype::F32 => raw
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            Dtype::F16 => raw
+                .chunks_exact(2)
+                .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32())
+                .collect(),
+            Dtype::BF16 => raw
+                .chunks_exact(2)
+                .map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16))
+                .collect(),
+            d => {
+                return Err(fmt(format!(
+                    "tensor '{name}' has dtype {d:?}; only F32, F16 and BF16 are supported"
+                )))
+            }
+        };
+        Ok(Some(HostTensor {
+            shape: t.shape().to_vec(),
+            data,
+        }))
+    }
+}
+
+/// A GGUF file answering by HF names: `blk.N.attn_q.weight` is `model.layers.N.self_attn.q_proj.weight`,
+/// and so on. Llama-architecture files store q/k rows permuted for llama.cpp's interleaved RoPE;
+/// they are permuted back to HF's rotate-half order here.
+pub struct GgufSource {
+    gguf: Gguf,
+    arch: String,
+}
+
+impl GgufSource {
+    /// Wraps a parsed file.
+    pub fn new(gguf: Gguf) -> Result<GgufSource> {
+        let arch = gguf
+            .get("general.architecture")
+            .and_then(Value::as_str)
+            .ok_or_else(|| EngineError::Format {
+                file: gguf.source.clone(),
+                detail: "no general.architecture".into(),
+            })?
+            .to_string();
+        Ok(GgufSource { gguf, arch })
+    }
+
+    /// The file.
+    pub fn gguf(&self) -> &Gguf {
+        &self.gguf
+    }
+
+    /// `general.architecture`.
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+
+    fn key(&self, k: &str) -> Option<&Value> {
+        self.gguf.get(&format!("{}.{k}", self.arch))
+    }
+
+    fn gguf_name(name: &str) -> Option<String> {
+        let fixed = [
+            ("model.embed_tokens.weight", "token_embd.weight"),
+            ("model.norm.weight", "output_norm.weight"),
+            ("lm_head.weight", "output.weight"),
+        ];
+        if let Some((_, g)) = fixed.iter().find(|(h, _)| *h == name) {
+            return Some(g.to_string());
+        }
+        let rest = name.strip_prefix("model.layers.")?;
+        let (n, tail) = rest.split_once('.')?;
+        let g = match tail {
+            "input_layernorm.weight" => "attn_norm.weight",
+            "post_attention_layernorm.weight" => "ffn_norm.weight",
+            "self_attn.q_proj.weight" => "attn_q.weight",
+            "self_attn.k_proj.weight" => "attn_k.weight",
+            "self_attn.v_proj.weight" => "attn_v.weight",
+            "self_attn.o_proj.weight" => "attn_output.weight",
+            "self_attn.q_norm.weight" => "attn_q_norm.weight",
+            "self_attn.k_norm.weight" => "attn_k_norm.weight",
+            "mlp.gate_proj.weight" => "ffn_gate.weight",
+            "mlp.up_proj.weight" => "ffn_up.weight",
+            "mlp.down_proj.weight" => "ffn_down.weight",
+            _ => return None,
+        };
+        Some(format!("blk.{n}.{g}"))
+    }
+}
+
+/// Undoes llama.cpp's q/k permutation: GGUF row `h*hd + 2j + t` is HF row `h*hd + t*hd/2 + j`.
+fn unpermute_rows(data: &[f32], rows: usize, cols: usize, heads: usize) -> Vec<f32> {
+    let hd = rows / heads;
+    let half = hd / 2;
+    let mut out = vec![0f32; data.len()];
+    for h in 0..heads {
+        for j in 0..half {
+            for t in 0..2 {
+                let src = h * hd + 2 * j + t;
+                let dst = h * hd + t * half + j;
+                out[dst * cols..(dst + 1) * cols]
+                    .copy_from_slice(&data[src * cols..(src + 1) * cols]);
+            }
+        }
+    }
+    out
+}
+
+impl WeightSource for GgufSource {
+    fn describe(&self) -> String {
+        self.gguf.source.clone()
+    }
+
+    fn get(&self, name: &str) -> Result<Option<HostTensor>> {
+        let Some(gname) = Self::gguf_name(name) else {
+            return Ok(None);
+        };
+        let Some(info) = self.gguf.tensor(&gname) else {
+            return Ok(None);
+        };
+        let mut data = self.gguf.dequantize(info)?;
+        let shape: Vec<usize> = info.dims.iter().rev().map(|&d| d as usize).collect();
+        if self.arch == "llama" && shape.len() == 2 {
+            let heads = if gname.ends_with("attn_q.weight") {
+                self.key("attention.head_count")
+            } else if gname.ends_with("attn_k.weight") {
+                self.key("attention.head_count_kv")
+                    .or_else(|| self.key("attention.head_count"))
+            } else {
+                None
+            };
+            if let Some(h) = heads.and_then(Value::as_u64) {
+                data = unpermute_rows(&data, shape[0], shape[1], h as usize);
+            }
+        }
+        Ok(Some(HostTensor { shape, data }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unpermute_inverts_llama_cpp_permutation() {
+        // llama.cpp: reshape(heads, 2, hd/2, cols).swapaxes(1, 2): HF row h*hd + t*hd/2 + j
+        // goes to GGUF row h*hd + 2j + t.
+        let (heads, hd, cols) = (2, 6, 3);
+        let rows = heads * hd;
+        let hf: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+        let mut gguf = vec![0f32; hf.len()];
+        for h in 0..heads {
+            for t in 0..2 {
+                for j in 0..hd / 2 {
+                    let (src, dst) = (h * hd + t * hd / 2 + j, h * hd + 2 * j + t);
+                    gguf[dst * cols..(dst + 1) * cols]
+                        .copy_from_slice(&hf[src * cols..(src + 1) * cols]);
+                }
+            }
+        }
+        assert_eq!(unpermute_rows(&gguf, rows, cols, heads), hf);
+    }
+
+    #[test]
+    fn safetensors_errors_name_the_file() {
+        let e = Safetensors::from_shards("m", vec![("bad.safetensors".into(), vec![1, 2, 3])])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("bad.safetensors"), "{e}");
+        // A header whose offsets point past the data.
+        let header = br#"{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#;
+        let mut b = (header.len() as u64).to_le_bytes().to_vec();
+        b.extend_from_slice(header);
+        b.extend_from_slice(&[0u8; 8]);
+        let e = Safetensors::from_shards("m", vec![("lies.safetensors".into(), b)])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("lies.safetensors"), "{e}");
+    }
+}
