@@ -29,6 +29,54 @@ impl CpuBuffer {
     }
 }
 
+/// Dot product with eight independent accumulators, so the compiler can vectorise it
+/// (a plain `sum()` over f32 must keep its sequential order and cannot).
+#[inline]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let mut s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (x, y) in ra.iter().zip(rb) {
+        s += x * y;
+    }
+    s
+}
+
+/// Computes `out[m][rows]` (row-major, `m` activation rows) by weight-row blocks: `f(r0, r1, part)`
+/// fills `part[(r - r0) * m + mi]` for rows `r0..r1`. Natively the blocks run on rayon's thread
+/// pool; in wasm (single-threaded) there is one block.
+pub(crate) fn par_rows<F>(rows: usize, m: usize, out: &mut [f32], f: F)
+where
+    F: Fn(usize, usize, &mut [f32]) + Sync + Send,
+{
+    const BLOCK: usize = 64;
+    let mut parts = vec![0f32; rows * m];
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        parts
+            .par_chunks_mut(BLOCK * m.max(1))
+            .enumerate()
+            .for_each(|(bi, part)| {
+                let r0 = bi * BLOCK;
+                f(r0, (r0 + BLOCK).min(rows), part)
+            });
+    }
+    #[cfg(target_arch = "wasm32")]
+    f(0, rows, &mut parts);
+    for r in 0..rows {
+        for mi in 0..m {
+            out[mi * rows + r] = parts[r * m + mi];
+        }
+    }
+}
+
 /// The CPU backend.
 #[derive(Clone, Debug, Default)]
 pub struct CpuBackend;
@@ -227,5 +275,27 @@ impl Backend for CpuBackend {
     ) -> Result<Selection> {
         check::select(logits, n, k)?;
         Ok(kernels::topk::cpu(&logits.get()[..n], k, inv_temp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn par_rows_scatters_every_range() {
+        // Large enough to take the multi-threaded path on a multi-core machine.
+        let (rows, m) = (5001, 3);
+        let mut out = vec![f32::NAN; rows * m];
+        super::par_rows(rows, m, &mut out, |r0, r1, part| {
+            for r in r0..r1 {
+                for mi in 0..m {
+                    part[(r - r0) * m + mi] = (mi * 100_000 + r) as f32;
+                }
+            }
+        });
+        for mi in 0..m {
+            for r in 0..rows {
+                assert_eq!(out[mi * rows + r], (mi * 100_000 + r) as f32);
+            }
+        }
     }
 }

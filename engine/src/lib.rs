@@ -11,6 +11,8 @@ pub mod generate;
 pub mod gguf;
 pub mod gpu;
 pub mod kernels;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod loader;
 pub mod models;
 pub mod quant;
 pub mod rng;

@@ -66,15 +66,18 @@ pub(crate) fn dispatch(
     }
 }
 
-/// Plain-Rust reference.
+/// Plain-Rust reference: each weight row is read once and dotted with every activation row
+/// while it is in cache; row ranges are split across the CPU's threads (natively).
 pub fn cpu(x: &[f32], w: &[f32], rows: usize, cols: usize, out: &mut [f32], m: usize) {
-    for mi in 0..m {
-        let xr = &x[mi * cols..(mi + 1) * cols];
-        for r in 0..rows {
+    crate::cpu::par_rows(rows, m, out, |r0, r1, part| {
+        for r in r0..r1 {
             let wr = &w[r * cols..(r + 1) * cols];
-            out[mi * rows + r] = xr.iter().zip(wr).map(|(a, b)| a * b).sum();
+            for mi in 0..m {
+                let xr = &x[mi * cols..(mi + 1) * cols];
+                part[(r - r0) * m + mi] = crate::cpu::dot(xr, wr);
+            }
         }
-    }
+    });
 }
 
 #[cfg(test)]

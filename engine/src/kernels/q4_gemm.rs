@@ -47,15 +47,17 @@ pub(crate) fn dispatch(
 
 /// Plain-Rust reference, same order as the kernel: dequantize each weight, then multiply.
 pub fn cpu(x: &[f32], w: &Q4Matrix, out: &mut [f32], m: usize) {
-    let (n, k) = (w.rows, w.cols);
-    let mut row = vec![0f32; k];
-    for r in 0..n {
-        w.dequantize_row(r, &mut row);
-        for mi in 0..m {
-            let xr = &x[mi * k..(mi + 1) * k];
-            out[mi * n + r] = xr.iter().zip(&row).map(|(a, b)| a * b).sum();
+    let k = w.cols;
+    crate::cpu::par_rows(w.rows, m, out, |r0, r1, part| {
+        let mut row = vec![0f32; k];
+        for r in r0..r1 {
+            w.dequantize_row(r, &mut row);
+            for mi in 0..m {
+                let xr = &x[mi * k..(mi + 1) * k];
+                part[(r - r0) * m + mi] = crate::cpu::dot(xr, &row);
+            }
         }
-    }
+    });
 }
 
 #[cfg(test)]

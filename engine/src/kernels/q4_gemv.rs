@@ -59,25 +59,27 @@ pub(crate) fn dispatch(
 /// Plain-Rust reference, same factorisation as the kernel:
 /// per group `d*sc*dot(x, q) - dmin*mn*sum(x)`.
 pub fn cpu(x: &[f32], w: &Q4Matrix, out: &mut [f32], m: usize) {
-    let (n, k) = (w.rows, w.cols);
-    for mi in 0..m {
-        let xr = &x[mi * k..(mi + 1) * k];
-        for row in 0..n {
+    let k = w.cols;
+    crate::cpu::par_rows(w.rows, m, out, |r0, r1, part| {
+        for row in r0..r1 {
             let (d, dmin) = w.row_scales(row);
-            let (mut acc_q, mut acc_m) = (0f32, 0f32);
-            for g in 0..k / GROUP {
-                let (sc, mn) = w.sub(row, g);
-                let mut dq = 0f32;
-                let mut sx = 0f32;
-                for i in 0..GROUP {
-                    let kk = g * GROUP + i;
-                    dq += xr[kk] * w.code(row, kk) as f32;
-                    sx += xr[kk];
+            for mi in 0..m {
+                let xr = &x[mi * k..(mi + 1) * k];
+                let (mut acc_q, mut acc_m) = (0f32, 0f32);
+                for g in 0..k / GROUP {
+                    let (sc, mn) = w.sub(row, g);
+                    let mut dq = 0f32;
+                    let mut sx = 0f32;
+                    for i in 0..GROUP {
+                        let kk = g * GROUP + i;
+                        dq += xr[kk] * w.code(row, kk) as f32;
+                        sx += xr[kk];
+                    }
+                    acc_q += sc as f32 * dq;
+                    acc_m += mn as f32 * sx;
                 }
-                acc_q += sc as f32 * dq;
-                acc_m += mn as f32 * sx;
+                part[(row - r0) * m + mi] = d * acc_q - dmin * acc_m;
             }
-            out[mi * n + row] = d * acc_q - dmin * acc_m;
         }
-    }
+    });
 }

@@ -1,0 +1,400 @@
+//! `lorekeeper`: the offline desktop build. The same engine as the web app, on native wgpu
+//! (or the CPU reference with `--backend cpu`).
+//!
+//! ```text
+//! lorekeeper generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T]
+//!                     [--top-p P] [--seed S] [--backend gpu|cpu] [--json]
+//! lorekeeper bench    --model GGUF [--prompt-tokens 512] [--gen-tokens 128] [--llama-cpp PYTHON]
+//! ```
+//! PATH is a GGUF file or a Hugging Face model folder (bundles: issue 4).
+
+#[cfg(target_arch = "wasm32")]
+fn main() {}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() -> std::process::ExitCode {
+    match native::run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lorekeeper: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod native {
+    use std::io::Write;
+    use std::path::{Path, PathBuf};
+
+    use anyhow::{bail, Context, Result};
+    use clap::{Parser, Subcommand, ValueEnum};
+    use lorekeeper_engine::generate::{generate, now_ms, GenerateOptions, SamplingParams};
+    use lorekeeper_engine::loader;
+    use lorekeeper_engine::models::llama::{Llama, LoadOptions};
+    use lorekeeper_engine::models::WeightFormat;
+    use lorekeeper_engine::tokenizer::{Role, Tokenizer};
+    use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements};
+
+    #[derive(Parser)]
+    #[command(
+        name = "lorekeeper",
+        version,
+        about = "Lorekeeper offline desktop build"
+    )]
+    struct Cli {
+        #[command(subcommand)]
+        cmd: Cmd,
+    }
+
+    #[derive(Clone, Copy, ValueEnum)]
+    enum BackendArg {
+        Gpu,
+        Cpu,
+    }
+
+    #[derive(Clone, Copy, ValueEnum)]
+    enum WeightsArg {
+        /// f32 (exact dequantization of the source)
+        F32,
+        /// LQ4 4-bit, quantized at load
+        Q4,
+    }
+
+    #[derive(clap::Args)]
+    struct ModelArgs {
+        /// GGUF file or Hugging Face model folder
+        #[arg(long)]
+        model: PathBuf,
+        /// Where to run
+        #[arg(long, value_enum, default_value = "gpu")]
+        backend: BackendArg,
+        /// How to store matmul weights on the device
+        #[arg(long, value_enum, default_value = "f32")]
+        weights: WeightsArg,
+        /// KV-cache capacity in tokens
+        #[arg(long, default_value_t = 4096)]
+        ctx: usize,
+    }
+
+    #[derive(Subcommand)]
+    enum Cmd {
+        /// Generate a continuation (or a chat reply with --chat)
+        Generate {
+            #[command(flatten)]
+            model: ModelArgs,
+            /// Prompt text
+            #[arg(long)]
+            prompt: String,
+            /// Wrap the prompt as a user turn in the model's chat template
+            #[arg(long)]
+            chat: bool,
+            #[arg(long, default_value_t = 256)]
+            max_tokens: usize,
+            /// 0 = greedy
+            #[arg(long, default_value_t = 0.0)]
+            temperature: f32,
+            #[arg(long, default_value_t = 1.0)]
+            top_p: f32,
+            #[arg(long, default_value_t = 40)]
+            top_k: usize,
+            #[arg(long, default_value_t = 1.0)]
+            repetition_penalty: f32,
+            #[arg(long, default_value_t = 0)]
+            seed: u64,
+            /// Print one JSON object instead of streaming text
+            #[arg(long)]
+            json: bool,
+        },
+        /// Prefill and decode speed, against llama.cpp (llama-cpp-python) in the same run
+        Bench {
+            #[command(flatten)]
+            model: ModelArgs,
+            #[arg(long, default_value_t = 512)]
+            prompt_tokens: usize,
+            #[arg(long, default_value_t = 128)]
+            gen_tokens: usize,
+            /// Python interpreter with llama-cpp-python; the peer is skipped without it
+            #[arg(long)]
+            llama_cpp: Option<PathBuf>,
+            /// Threads for llama.cpp
+            #[arg(long, default_value_t = 2)]
+            threads: usize,
+            /// Print JSON
+            #[arg(long)]
+            json: bool,
+        },
+    }
+
+    /// Runs `$body` with `$b` bound to the chosen backend (both implement the same op set).
+    macro_rules! on_backend {
+        ($which:expr, |$b:ident| $body:expr) => {
+            match $which {
+                BackendArg::Cpu => {
+                    let $b = &CpuBackend;
+                    $body
+                }
+                BackendArg::Gpu => {
+                    let ctx = GpuContext::new_blocking(Requirements::default())?;
+                    eprintln!("adapter: {}", ctx.adapter_description());
+                    let $b = &ctx;
+                    $body
+                }
+            }
+        };
+    }
+
+    pub fn run() -> Result<()> {
+        let cli = Cli::parse();
+        match cli.cmd {
+            Cmd::Generate {
+                model,
+                prompt,
+                chat,
+                max_tokens,
+                temperature,
+                top_p,
+                top_k,
+                repetition_penalty,
+                seed,
+                json,
+            } => {
+                if prompt.trim().is_empty() {
+                    bail!("--prompt is empty");
+                }
+                let opts = GenerateOptions {
+                    max_tokens,
+                    sampling: SamplingParams {
+                        temperature,
+                        top_k,
+                        top_p,
+                        repetition_penalty,
+                        seed,
+                    },
+                    stop: Vec::new(),
+                };
+                opts.sampling.validate()?;
+                on_backend!(model.backend, |b| generate_on(
+                    b, &model, &prompt, chat, &opts, json
+                ))
+            }
+            Cmd::Bench {
+                model,
+                prompt_tokens,
+                gen_tokens,
+                llama_cpp,
+                threads,
+                json,
+            } => on_backend!(model.backend, |b| bench_on(
+                b,
+                &model,
+                prompt_tokens,
+                gen_tokens,
+                llama_cpp.as_deref(),
+                threads,
+                json
+            )),
+        }
+    }
+
+    fn load<B: Backend>(b: &B, m: &ModelArgs, chunk: usize) -> Result<(Llama<B>, Tokenizer)> {
+        let opts = LoadOptions {
+            format: match m.weights {
+                WeightsArg::F32 => WeightFormat::F32,
+                WeightsArg::Q4 => WeightFormat::Q4,
+            },
+            ctx: m.ctx,
+            chunk,
+        };
+        loader::load(b, &m.model, opts).with_context(|| format!("loading {}", m.model.display()))
+    }
+
+    fn generate_on<B: Backend>(
+        b: &B,
+        m: &ModelArgs,
+        prompt: &str,
+        chat: bool,
+        o: &GenerateOptions,
+        json: bool,
+    ) -> Result<()> {
+        let (mut model, tok) = load(b, m, 64)?;
+        let text = if chat {
+            tok.chat.render(&[(Role::User, prompt.to_string())])
+        } else {
+            prompt.to_string()
+        };
+        let ids = tok.encode(&text)?;
+        let mut stdout = std::io::stdout();
+        let g = pollster::block_on(generate(b, &mut model, &tok, &ids, o, |piece| {
+            if !json {
+                let _ = stdout.write_all(piece.as_bytes());
+                let _ = stdout.flush();
+            }
+            true
+        }))?;
+        let decode_tok_s = if g.decode_s > 0.0 {
+            (g.tokens.len().saturating_sub(1)) as f64 / g.decode_s
+        } else {
+            0.0
+        };
+        if json {
+            let v = serde_json::json!({
+                "tokens": g.tokens,
+                "text": g.text,
+                "prompt_tokens": g.prompt_tokens,
+                "prefill_tok_s": g.prompt_tokens as f64 / g.prefill_s.max(1e-9),
+                "decode_tok_s": decode_tok_s,
+                "stop_reason": g.stop_reason,
+            });
+            println!("{v}");
+        } else {
+            println!();
+            eprintln!(
+                "[{} prompt tokens, {:.1} tok/s prefill; {} tokens, {:.1} tok/s decode; stop: {:?}]",
+                g.prompt_tokens,
+                g.prompt_tokens as f64 / g.prefill_s.max(1e-9),
+                g.tokens.len(),
+                decode_tok_s,
+                g.stop_reason
+            );
+        }
+        Ok(())
+    }
+
+    /// The benchmark prompt: public-domain text tokenized and cut to `n` tokens.
+    fn bench_prompt(tok: &Tokenizer, n: usize) -> Result<Vec<u32>> {
+        const TEXT: &str = "Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do: once or twice she had peeped into the book her sister was reading, but it had no pictures or conversations in it, 'and what is the use of a book,' thought Alice 'without pictures or conversations?' ";
+        let mut ids = Vec::new();
+        while ids.len() < n {
+            ids.extend(tok.encode(TEXT)?);
+        }
+        ids.truncate(n);
+        Ok(ids)
+    }
+
+    fn bench_on<B: Backend>(
+        b: &B,
+        m: &ModelArgs,
+        n: usize,
+        gen: usize,
+        py: Option<&Path>,
+        threads: usize,
+        json: bool,
+    ) -> Result<()> {
+        if n + gen + 1 > m.ctx {
+            bail!(
+                "--prompt-tokens + --gen-tokens ({}) exceed --ctx {}",
+                n + gen,
+                m.ctx
+            );
+        }
+        let (mut model, tok) = load(b, m, 128)?;
+        let ids = bench_prompt(&tok, n)?;
+        let v = model.cfg.vocab_size;
+        let greedy = |model: &Llama<B>| -> Result<u32> {
+            let (buf, _) = model.logits();
+            Ok(pollster::block_on(b.select(buf, v, 1, None))?.top[0].0)
+        };
+        // Warm-up: compile pipelines, touch weights.
+        model.reset();
+        model.forward(b, &ids[..n.min(8)], false)?;
+        greedy(&model)?;
+        let runs = 3;
+        let mut prefill = Vec::new();
+        let mut decode = Vec::new();
+        let mut ttft = Vec::new();
+        for _ in 0..runs {
+            model.reset();
+            let t0 = now_ms();
+            model.forward(b, &ids, false)?;
+            let mut t = greedy(&model)?;
+            let t1 = now_ms();
+            for _ in 0..gen {
+                model.forward(b, &[t], false)?;
+                t = greedy(&model)?;
+            }
+            let t2 = now_ms();
+            prefill.push(n as f64 / ((t1 - t0) / 1e3));
+            ttft.push((t1 - t0) / 1e3);
+            decode.push(gen as f64 / ((t2 - t1) / 1e3));
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(|a, b| a.total_cmp(b));
+            v[v.len() / 2]
+        };
+        let (p, d, f) = (med(&mut prefill), med(&mut decode), med(&mut ttft));
+        let peer = match py {
+            Some(py) => Some(llama_cpp_peer(py, &m.model, &ids, gen, threads)?),
+            None => None,
+        };
+        let ours = serde_json::json!({"prefill_tok_s": p, "decode_tok_s": d, "ttft_s": f});
+        let ratio = peer.as_ref().map(|q| {
+            serde_json::json!({
+                "prefill": p / q["prefill_tok_s"].as_f64().unwrap_or(f64::NAN),
+                "decode": d / q["decode_tok_s"].as_f64().unwrap_or(f64::NAN),
+            })
+        });
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"backend": b.describe(), "prompt_tokens": n, "gen_tokens": gen, "lorekeeper": ours, "llama_cpp": peer, "ratio": ratio})
+            );
+        } else {
+            println!(
+                "model {} | prompt {n} tokens, {gen} generated, median of {runs}",
+                m.model.display()
+            );
+            println!("| engine | prefill tok/s | decode tok/s | TTFT s |");
+            println!("|---|---|---|---|");
+            println!(
+                "| lorekeeper ({}) | {p:.1} | {d:.1} | {f:.3} |",
+                b.describe()
+            );
+            if let Some(q) = &peer {
+                println!(
+                    "| llama.cpp ({threads} threads) | {:.1} | {:.1} | {:.3} |",
+                    q["prefill_tok_s"].as_f64().unwrap_or(f64::NAN),
+                    q["decode_tok_s"].as_f64().unwrap_or(f64::NAN),
+                    q["ttft_s"].as_f64().unwrap_or(f64::NAN)
+                );
+            }
+            if let Some(r) = &ratio {
+                println!(
+                    "ratio lorekeeper / llama.cpp: prefill {:.3}, decode {:.3}",
+                    r["prefill"].as_f64().unwrap_or(f64::NAN),
+                    r["decode"].as_f64().unwrap_or(f64::NAN)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `scripts/bench_llamacpp.py` with the same GGUF and prompt tokens.
+    fn llama_cpp_peer(
+        py: &Path,
+        gguf: &Path,
+        ids: &[u32],
+        gen: usize,
+        threads: usize,
+    ) -> Result<serde_json::Value> {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/bench_llamacpp.py");
+        let tokens = serde_json::to_string(ids)?;
+        let out = std::process::Command::new(py)
+            .arg(&script)
+            .arg(gguf)
+            .arg(&tokens)
+            .arg(gen.to_string())
+            .arg(threads.to_string())
+            .output()
+            .with_context(|| format!("running {} {}", py.display(), script.display()))?;
+        if !out.status.success() {
+            bail!(
+                "llama.cpp peer failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).context("llama.cpp peer printed no JSON")?;
+        Ok(v)
+    }
+}

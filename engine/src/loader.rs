@@ -1,0 +1,103 @@
+//! Opens a model from a path, natively: a GGUF file, a Hugging Face folder (`config.json`,
+//! safetensors, `tokenizer.json`), or (issue 4) a Lorekeeper bundle.
+
+use std::path::Path;
+
+use crate::backend::Backend;
+use crate::error::{EngineError, Result};
+use crate::gguf::Gguf;
+use crate::models::llama::{Config, Llama, LoadOptions};
+use crate::tokenizer::Tokenizer;
+use crate::weights::{GgufSource, Safetensors};
+
+/// What kind of model a path holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelKind {
+    /// A `.gguf` file.
+    Gguf,
+    /// A Hugging Face folder.
+    HfFolder,
+    /// A Lorekeeper bundle (`manifest.json`).
+    Bundle,
+}
+
+/// Detects the model kind, or explains what the path lacks.
+pub fn detect(path: &Path) -> Result<ModelKind> {
+    let io = |detail: &str| EngineError::Io {
+        path: path.display().to_string(),
+        detail: detail.into(),
+    };
+    if path.is_file() {
+        let mut magic = [0u8; 4];
+        use std::io::Read;
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .map_err(|e| io(&e.to_string()))?;
+        if &magic == b"GGUF" {
+            return Ok(ModelKind::Gguf);
+        }
+        return Err(io("is a file but not a GGUF model"));
+    }
+    if path.join("manifest.json").is_file() {
+        return Ok(ModelKind::Bundle);
+    }
+    if path.join("config.json").is_file() {
+        return Ok(ModelKind::HfFolder);
+    }
+    Err(io("is neither a GGUF file, a Hugging Face model folder (config.json) nor a bundle (manifest.json)"))
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| EngineError::Io {
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    })
+}
+
+/// Loads the model and its tokenizer onto `b`.
+pub fn load<B: Backend>(b: &B, path: &Path, opts: LoadOptions) -> Result<(Llama<B>, Tokenizer)> {
+    match detect(path)? {
+        ModelKind::Gguf => {
+            let g = Gguf::open(path)?;
+            let tok = Tokenizer::from_gguf(&g)?;
+            let src = GgufSource::new(g)?;
+            let cfg = Config::from_gguf(&src)?;
+            Ok((Llama::load(b, cfg, &src, opts)?, tok))
+        }
+        ModelKind::HfFolder => {
+            let cfg_path = path.join("config.json");
+            let text = String::from_utf8(read(&cfg_path)?).map_err(|_| EngineError::Format {
+                file: cfg_path.display().to_string(),
+                detail: "not UTF-8".into(),
+            })?;
+            let cfg = Config::from_json(&cfg_path.display().to_string(), &text)?;
+            let tok_path = path.join("tokenizer.json");
+            let mut eos = cfg.eos_ids();
+            if let Ok(gc) = std::fs::read(path.join("generation_config.json")) {
+                if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&gc) {
+                    match v.get("eos_token_id") {
+                        Some(serde_json::Value::Number(n)) => {
+                            eos.extend(n.as_u64().map(|x| x as u32))
+                        }
+                        Some(serde_json::Value::Array(a)) => {
+                            eos.extend(a.iter().filter_map(|x| x.as_u64()).map(|x| x as u32))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let tok = Tokenizer::from_json(
+                &tok_path.display().to_string(),
+                &read(&tok_path)?,
+                &eos,
+                &cfg.model_type,
+            )?;
+            let src = Safetensors::open_dir(path)?;
+            Ok((Llama::load(b, cfg, &src, opts)?, tok))
+        }
+        ModelKind::Bundle => Err(EngineError::Format {
+            file: path.display().to_string(),
+            detail: "Lorekeeper bundles are not readable yet (index-builder model, issue 4)".into(),
+        }),
+    }
+}
