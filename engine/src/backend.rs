@@ -315,6 +315,43 @@ pub(crate) mod check {
         need_len("attention", "v_cache", v, kvn)
     }
 
+    pub fn silu_mul<B: BufferLen>(gate: &B, up: &B, out: &B, n: usize) -> Result<()> {
+        need_len("silu_mul", "gate", gate, n)?;
+        need_len("silu_mul", "up", up, n)?;
+        need_len("silu_mul", "out", out, n)
+    }
+
+    pub fn add_assign<B: BufferLen>(acc: &B, x: &B, n: usize) -> Result<()> {
+        need_len("add_assign", "acc", acc, n)?;
+        need_len("add_assign", "x", x, n)
+    }
+
+    pub fn softmax<B: BufferLen>(x: &B, out: &B, rows: usize, cols: usize) -> Result<()> {
+        need_len("softmax", "x", x, rows * cols)?;
+        need_len("softmax", "out", out, rows * cols)
+    }
+
+    pub fn embed<B: BufferLen>(ids: &[u32], rows: usize, cols: usize, out: &B) -> Result<()> {
+        if let Some(bad) = ids.iter().find(|&&i| i as usize >= rows) {
+            return Err(shape_err(
+                "embed_q4",
+                format!("token id {bad} is outside the vocabulary of {rows}"),
+            ));
+        }
+        need_len("embed_q4", "out", out, ids.len() * cols)
+    }
+
+    pub fn copy<B: BufferLen>(
+        src: &B,
+        src_offset: usize,
+        dst: &B,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        need_len("copy", "source", src, src_offset + len)?;
+        need_len("copy", "destination", dst, dst_offset + len)
+    }
+
     pub fn select<B: BufferLen>(logits: &B, n: usize, k: usize) -> Result<()> {
         if k == 0 || k > MAX_TOP_K || k > n {
             return Err(shape_err(

@@ -210,38 +210,28 @@ impl Backend for CpuBackend {
     }
 
     fn silu_mul(&self, gate: &CpuBuffer, up: &CpuBuffer, out: &CpuBuffer, n: usize) -> Result<()> {
-        need_len("silu_mul", "gate", gate, n)?;
-        need_len("silu_mul", "up", up, n)?;
-        need_len("silu_mul", "out", out, n)?;
+        check::silu_mul(gate, up, out, n)?;
         no_alias("silu_mul", out, &[gate, up])?;
         kernels::silu_mul::cpu(&gate.get(), &up.get(), &mut out.get_mut(), n);
         Ok(())
     }
 
     fn add_assign(&self, acc: &CpuBuffer, x: &CpuBuffer, n: usize) -> Result<()> {
-        need_len("add_assign", "acc", acc, n)?;
-        need_len("add_assign", "x", x, n)?;
+        check::add_assign(acc, x, n)?;
         no_alias("add_assign", acc, &[x])?;
         kernels::add::cpu(&mut acc.get_mut(), &x.get(), n);
         Ok(())
     }
 
     fn softmax(&self, x: &CpuBuffer, out: &CpuBuffer, rows: usize, cols: usize) -> Result<()> {
-        need_len("softmax", "x", x, rows * cols)?;
-        need_len("softmax", "out", out, rows * cols)?;
+        check::softmax(x, out, rows, cols)?;
         no_alias("softmax", out, &[x])?;
         kernels::softmax::cpu(&x.get(), &mut out.get_mut(), rows, cols);
         Ok(())
     }
 
     fn embed_q4(&self, ids: &[u32], table: &Arc<Q4Matrix>, out: &CpuBuffer) -> Result<()> {
-        if let Some(bad) = ids.iter().find(|&&i| i as usize >= table.rows) {
-            return Err(shape_err(
-                "embed_q4",
-                format!("token id {bad} is outside the vocabulary of {}", table.rows),
-            ));
-        }
-        need_len("embed_q4", "out", out, ids.len() * table.cols)?;
+        check::embed(ids, table.rows, table.cols, out)?;
         kernels::embed_q4::cpu(ids, table, &mut out.get_mut());
         Ok(())
     }
@@ -254,8 +244,7 @@ impl Backend for CpuBackend {
         dst_offset: usize,
         len: usize,
     ) -> Result<()> {
-        need_len("copy", "source", src, src_offset + len)?;
-        need_len("copy", "destination", dst, dst_offset + len)?;
+        check::copy(src, src_offset, dst, dst_offset, len)?;
         if Arc::ptr_eq(&src.0, &dst.0) {
             dst.get_mut()
                 .copy_within(src_offset..src_offset + len, dst_offset);

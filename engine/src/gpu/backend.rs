@@ -190,35 +190,25 @@ impl Backend for GpuContext {
     }
 
     fn silu_mul(&self, gate: &GpuBuffer, up: &GpuBuffer, out: &GpuBuffer, n: usize) -> Result<()> {
-        need_len("silu_mul", "gate", gate, n)?;
-        need_len("silu_mul", "up", up, n)?;
-        need_len("silu_mul", "out", out, n)?;
+        check::silu_mul(gate, up, out, n)?;
         no_alias("silu_mul", out, &[gate, up])?;
         kernels::silu_mul::dispatch(self, &gate.buf, &up.buf, &out.buf, n)
     }
 
     fn add_assign(&self, acc: &GpuBuffer, x: &GpuBuffer, n: usize) -> Result<()> {
-        need_len("add_assign", "acc", acc, n)?;
-        need_len("add_assign", "x", x, n)?;
+        check::add_assign(acc, x, n)?;
         no_alias("add_assign", acc, &[x])?;
         kernels::add::dispatch(self, &acc.buf, &x.buf, n)
     }
 
     fn softmax(&self, x: &GpuBuffer, out: &GpuBuffer, rows: usize, cols: usize) -> Result<()> {
-        need_len("softmax", "x", x, rows * cols)?;
-        need_len("softmax", "out", out, rows * cols)?;
+        check::softmax(x, out, rows, cols)?;
         no_alias("softmax", out, &[x])?;
         kernels::softmax::dispatch(self, &x.buf, &out.buf, rows, cols)
     }
 
     fn embed_q4(&self, ids: &[u32], table: &GpuQ4, out: &GpuBuffer) -> Result<()> {
-        if let Some(bad) = ids.iter().find(|&&i| i as usize >= table.rows) {
-            return Err(shape_err(
-                "embed_q4",
-                format!("token id {bad} is outside the vocabulary of {}", table.rows),
-            ));
-        }
-        need_len("embed_q4", "out", out, ids.len() * table.cols)?;
+        check::embed(ids, table.rows, table.cols, out)?;
         let idb = self.create_storage(
             "token ids",
             (ids.len() * 4) as u64,
@@ -236,8 +226,7 @@ impl Backend for GpuContext {
         dst_offset: usize,
         len: usize,
     ) -> Result<()> {
-        need_len("copy", "source", src, src_offset + len)?;
-        need_len("copy", "destination", dst, dst_offset + len)?;
+        check::copy(src, src_offset, dst, dst_offset, len)?;
         self.copy_buffer(
             &src.buf,
             (src_offset * 4) as u64,

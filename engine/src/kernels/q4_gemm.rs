@@ -25,16 +25,7 @@ pub(crate) fn dispatch(
     out: &wgpu::Buffer,
     m: usize,
 ) -> Result<()> {
-    let params = Params {
-        m: m as u32,
-        n: w.rows as u32,
-        k: w.cols as u32,
-        sm_off: w.sm_off as u32,
-        rows_off: w.rows_off as u32,
-        out_stride: w.rows as u32,
-        out_off: 0,
-        _pad: 0,
-    };
+    let params = Params::for_matrix(w, m);
     let g = [w.rows.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32, 1];
     ctx.dispatch(
         &KERNEL,

@@ -26,6 +26,22 @@ pub(crate) struct Params {
     pub _pad: u32,
 }
 
+impl Params {
+    /// Parameters for `out[m][w.rows] = x[m][w.cols] W^T`.
+    pub(crate) fn for_matrix(w: &GpuQ4, m: usize) -> Params {
+        Params {
+            m: m as u32,
+            n: w.rows as u32,
+            k: w.cols as u32,
+            sm_off: w.sm_off as u32,
+            rows_off: w.rows_off as u32,
+            out_stride: w.rows as u32,
+            out_off: 0,
+            _pad: 0,
+        }
+    }
+}
+
 /// Records the GEMV. Shapes are checked by the caller.
 pub(crate) fn dispatch(
     ctx: &GpuContext,
@@ -35,16 +51,7 @@ pub(crate) fn dispatch(
     m: usize,
 ) -> Result<()> {
     let t = ctx.tuning;
-    let params = Params {
-        m: m as u32,
-        n: w.rows as u32,
-        k: w.cols as u32,
-        sm_off: w.sm_off as u32,
-        rows_off: w.rows_off as u32,
-        out_stride: w.rows as u32,
-        out_off: 0,
-        _pad: 0,
-    };
+    let params = Params::for_matrix(w, m);
     let mut g = groups_for(w.rows, t.gemv_wg / t.gemv_tpr);
     g[2] = m as u32;
     ctx.dispatch(
