@@ -3,5 +3,6 @@
 //! the workgroup sizes, runs one op on a [`Backend`], and compares with an f64 oracle under the
 //! op's stated [`Tolerance`].
 
+pub mod decoder;
 pub mod oracle;
 pub mod suite;

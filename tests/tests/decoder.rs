@@ -8,15 +8,11 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use lorekeeper_engine::generate::{next_token, SamplingParams};
 use lorekeeper_engine::models::llama::{Config, Llama, LoadOptions};
 use lorekeeper_engine::models::WeightFormat;
-use lorekeeper_engine::rng::Pcg32;
 use lorekeeper_engine::weights::Safetensors;
-use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements, Tolerance};
-
-/// f32 model vs transformers' f32 CPU forward: different summation orders only.
-const LOGITS: Tolerance = Tolerance::new(2e-5, 1e-4);
+use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements};
+use lorekeeper_tests::decoder;
 
 fn gpu() -> &'static GpuContext {
     static CTX: OnceLock<GpuContext> = OnceLock::new();
@@ -26,117 +22,35 @@ fn gpu() -> &'static GpuContext {
     })
 }
 
-fn fixture(name: &str) -> (PathBuf, Config, serde_json::Value) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+fn dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
-        .join(name);
-    let cfg_text = std::fs::read_to_string(dir.join("config.json")).expect("config.json");
-    let cfg = Config::from_json(&dir.display().to_string(), &cfg_text).expect("config");
-    let golden: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("golden.json")).expect("golden.json"))
-            .expect("golden json");
-    (dir, cfg, golden)
+        .join(name)
 }
 
-fn ids(v: &serde_json::Value) -> Vec<u32> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|x| x.as_u64().expect("id") as u32)
-        .collect()
+fn fixture(name: &str) -> (PathBuf, Config) {
+    let d = dir(name);
+    let cfg_text = std::fs::read_to_string(d.join("config.json")).expect("config.json");
+    let cfg = Config::from_json(&d.display().to_string(), &cfg_text).expect("config");
+    (d, cfg)
 }
 
 fn check<B: Backend>(b: &B, name: &str) {
-    let (dir, cfg, golden) = fixture(name);
-    let src = Safetensors::open_dir(&dir).expect("weights");
-    let opts = LoadOptions {
-        format: WeightFormat::F32,
-        ctx: 64,
-        chunk: 16,
+    let d = dir(name);
+    let read = |f: &str| {
+        std::fs::read(d.join(f)).unwrap_or_else(|e| panic!("{}: {e}", d.join(f).display()))
     };
-    let mut model = Llama::load(b, cfg.clone(), &src, opts).expect("load");
-    let vocab = cfg.vocab_size;
-    for (ci, case) in golden["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .enumerate()
-    {
-        let prompt = ids(&case["prompt"]);
-        // 1. Logits of every prompt position.
-        model.reset();
-        model.forward(b, &prompt, true).expect("forward");
-        let got = pollster::block_on(model.read_logits(b)).expect("read");
-        let want: Vec<f64> = case["logits"]
-            .as_array()
-            .expect("logits")
-            .iter()
-            .flat_map(|row| {
-                row.as_array()
-                    .expect("row")
-                    .iter()
-                    .map(|v| v.as_f64().expect("f"))
-            })
-            .collect();
-        assert_eq!(want.len(), prompt.len() * vocab);
-        match LOGITS.check(&want, &got) {
-            Ok(err) => println!(
-                "[{}] {name} case {ci}: {} positions, max abs logit err {err:.2e} within {LOGITS}",
-                b.describe(),
-                prompt.len()
-            ),
-            Err(m) => panic!("[{}] {name} case {ci}: logits {m}", b.describe()),
-        }
-        // 2. Greedy continuation, token by token through the KV cache.
-        model.reset();
-        model.forward(b, &prompt, false).expect("prefill");
-        let want = ids(&case["greedy"]);
-        let gaps = case["greedy_top2_gap"].as_array().expect("gaps");
-        let mut rng = Pcg32::new(0);
-        let mut seq = prompt.clone();
-        let mut got = Vec::new();
-        for step in 0..want.len() {
-            let t = pollster::block_on(next_token(
-                b,
-                &model,
-                &seq,
-                &SamplingParams::default(),
-                &mut rng,
-            ))
-            .expect("sample");
-            if t != want[step] {
-                panic!(
-                    "[{}] {name} case {ci}: greedy token {step} is {t}, transformers chose {} (top-2 gap there {})",
-                    b.describe(),
-                    want[step],
-                    gaps[step]
-                );
-            }
-            got.push(t);
-            seq.push(t);
-            model.forward(b, &[t], false).expect("decode");
-        }
-        println!(
-            "[{}] {name} case {ci}: {} greedy tokens equal",
-            b.describe(),
-            got.len()
-        );
-    }
-    // 3. Chunked prefill (chunks of 4) gives the same last-token logits as the golden.
-    let case = &golden["cases"][1];
-    let prompt = ids(&case["prompt"]);
-    let mut small = Llama::load(b, cfg, &src, LoadOptions { chunk: 4, ..opts }).expect("load");
-    small.forward(b, &prompt, false).expect("chunked");
-    let got = pollster::block_on(small.read_logits(b)).expect("read");
-    let rows = case["logits"].as_array().expect("logits");
-    let last: Vec<f64> = rows[rows.len() - 1]
-        .as_array()
-        .expect("row")
-        .iter()
-        .map(|v| v.as_f64().expect("f"))
-        .collect();
-    if let Err(m) = LOGITS.check(&last, &got) {
-        panic!("[{}] {name}: chunked prefill {m}", b.describe());
+    let config = String::from_utf8(read("config.json")).expect("utf-8");
+    let golden = String::from_utf8(read("golden.json")).expect("utf-8");
+    match pollster::block_on(decoder::fixture_matches(
+        b,
+        name,
+        &config,
+        read("model.safetensors"),
+        &golden,
+    )) {
+        Ok(lines) => lines.iter().for_each(|l| println!("{l}")),
+        Err(msg) => panic!("{msg}"),
     }
 }
 
@@ -162,7 +76,7 @@ fn llama_wgpu() {
 
 #[test]
 fn bad_inputs_are_errors() {
-    let (dir, cfg, _) = fixture("qwen3-tiny");
+    let (dir, cfg) = fixture("qwen3-tiny");
     let src = Safetensors::open_dir(&dir).expect("weights");
     let b = CpuBackend;
     let mut m = Llama::load(

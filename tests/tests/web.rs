@@ -63,6 +63,39 @@ on_both!(
     embed_q4, select
 );
 
+const QWEN3_CONFIG: &str = include_str!("../fixtures/qwen3-tiny/config.json");
+const QWEN3_WEIGHTS: &[u8] = include_bytes!("../fixtures/qwen3-tiny/model.safetensors");
+const QWEN3_GOLDEN: &str = include_str!("../fixtures/qwen3-tiny/golden.json");
+
+/// The tiny Qwen3 against transformers, in the page: the same body as the native decoder test.
+#[wasm_bindgen_test]
+async fn qwen3_tiny_matches_transformers() {
+    let g = gpu().await;
+    for r in [
+        lorekeeper_tests::decoder::fixture_matches(
+            &CpuBackend,
+            "qwen3-tiny",
+            QWEN3_CONFIG,
+            QWEN3_WEIGHTS.to_vec(),
+            QWEN3_GOLDEN,
+        )
+        .await,
+        lorekeeper_tests::decoder::fixture_matches(
+            &*g,
+            "qwen3-tiny",
+            QWEN3_CONFIG,
+            QWEN3_WEIGHTS.to_vec(),
+            QWEN3_GOLDEN,
+        )
+        .await,
+    ] {
+        match r {
+            Ok(lines) => lines.iter().for_each(|l| console_log!("{l}")),
+            Err(msg) => panic!("{msg}"),
+        }
+    }
+}
+
 #[wasm_bindgen_test]
 async fn errors_are_named_not_panics() {
     let g = gpu().await;

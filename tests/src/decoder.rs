@@ -1,0 +1,118 @@
+//! Decoder check against a transformers golden fixture (`scripts/golden/make_decoder_fixtures.py`),
+//! generic over [`Backend`]: the native runner (`tests/decoder.rs`) and the browser runner
+//! (`tests/web.rs`) run this same body.
+
+use lorekeeper_engine::generate::{next_token, SamplingParams};
+use lorekeeper_engine::models::llama::{Config, Llama, LoadOptions};
+use lorekeeper_engine::models::WeightFormat;
+use lorekeeper_engine::rng::Pcg32;
+use lorekeeper_engine::weights::Safetensors;
+use lorekeeper_engine::{Backend, Tolerance};
+
+/// f32 model vs transformers' f32 CPU forward: different summation orders only.
+pub const LOGITS: Tolerance = Tolerance::new(2e-5, 1e-4);
+
+fn ids(v: &serde_json::Value) -> Result<Vec<u32>, String> {
+    v.as_array()
+        .ok_or("expected an array of ids")?
+        .iter()
+        .map(|x| {
+            x.as_u64()
+                .map(|i| i as u32)
+                .ok_or_else(|| "bad id".to_string())
+        })
+        .collect()
+}
+
+fn row(v: &serde_json::Value) -> Result<Vec<f64>, String> {
+    v.as_array()
+        .ok_or("expected a logits row")?
+        .iter()
+        .map(|x| x.as_f64().ok_or_else(|| "bad logit".to_string()))
+        .collect()
+}
+
+/// Loads the fixture model in f32 on `b` and checks, for every case: the logits of every prompt
+/// position within [`LOGITS`], the greedy continuation token by token through the KV cache exactly,
+/// and (for case 1) chunked prefill in chunks of 4 against the last position's logits.
+/// Returns one report line per case.
+pub async fn fixture_matches<B: Backend>(
+    b: &B,
+    name: &str,
+    config: &str,
+    weights: Vec<u8>,
+    golden: &str,
+) -> Result<Vec<String>, String> {
+    let who = b.describe();
+    let e = |what: &str| {
+        let who = who.clone();
+        let what = what.to_string();
+        move |err: lorekeeper_engine::EngineError| format!("[{who}] {name}: {what}: {err}")
+    };
+    let cfg = Config::from_json(name, config).map_err(e("config"))?;
+    let src = Safetensors::from_shards(name, vec![("model.safetensors".into(), weights)])
+        .map_err(e("weights"))?;
+    let golden: serde_json::Value =
+        serde_json::from_str(golden).map_err(|x| format!("{name}: golden.json: {x}"))?;
+    let opts = LoadOptions {
+        format: WeightFormat::F32,
+        ctx: 64,
+        chunk: 16,
+    };
+    let mut model = Llama::load(b, cfg.clone(), &src, opts).map_err(e("load"))?;
+    let vocab = cfg.vocab_size;
+    let cases = golden["cases"].as_array().ok_or("no cases")?;
+    let mut lines = Vec::new();
+    for (ci, case) in cases.iter().enumerate() {
+        let prompt = ids(&case["prompt"])?;
+        model.reset();
+        model.forward(b, &prompt, true).map_err(e("forward"))?;
+        let got = model.read_logits(b).await.map_err(e("read"))?;
+        let mut want = Vec::with_capacity(prompt.len() * vocab);
+        for r in case["logits"].as_array().ok_or("no logits")? {
+            want.extend(row(r)?);
+        }
+        let err = LOGITS
+            .check(&want, &got)
+            .map_err(|m| format!("[{who}] {name} case {ci}: logits {m}"))?;
+        model.reset();
+        model.forward(b, &prompt, false).map_err(e("prefill"))?;
+        let want_greedy = ids(&case["greedy"])?;
+        let mut rng = Pcg32::new(0);
+        let mut seq = prompt.clone();
+        for (step, &w) in want_greedy.iter().enumerate() {
+            let t = next_token(b, &model, &seq, &SamplingParams::default(), &mut rng)
+                .await
+                .map_err(e("sample"))?;
+            if t != w {
+                return Err(format!(
+                    "[{who}] {name} case {ci}: greedy token {step} is {t}, transformers chose {w} (top-2 gap there {})",
+                    case["greedy_top2_gap"][step]
+                ));
+            }
+            seq.push(t);
+            model.forward(b, &[t], false).map_err(e("decode"))?;
+        }
+        lines.push(format!(
+            "[{who}] {name} case {ci}: {} positions, max abs logit err {err:.2e} within {LOGITS}; {} greedy tokens equal",
+            prompt.len(),
+            want_greedy.len()
+        ));
+    }
+    // Chunked prefill (chunks of 4) against the golden last-position logits.
+    let case = &cases[1];
+    let prompt = ids(&case["prompt"])?;
+    let mut small =
+        Llama::load(b, cfg, &src, LoadOptions { chunk: 4, ..opts }).map_err(e("load"))?;
+    small.forward(b, &prompt, false).map_err(e("chunked"))?;
+    let got = small.read_logits(b).await.map_err(e("read"))?;
+    let rows = case["logits"].as_array().ok_or("no logits")?;
+    let last = row(&rows[rows.len() - 1])?;
+    LOGITS
+        .check(&last, &got)
+        .map_err(|m| format!("[{who}] {name}: chunked prefill {m}"))?;
+    lines.push(format!(
+        "[{who}] {name}: chunked prefill (chunks of 4) matches"
+    ));
+    Ok(lines)
+}
