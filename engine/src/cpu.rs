@@ -55,11 +55,11 @@ pub(crate) fn par_rows<F>(rows: usize, m: usize, out: &mut [f32], f: F)
 where
     F: Fn(usize, usize, &mut [f32]) + Sync + Send,
 {
-    const BLOCK: usize = 64;
     let mut parts = vec![0f32; rows * m];
     #[cfg(not(target_arch = "wasm32"))]
     {
         use rayon::prelude::*;
+        const BLOCK: usize = 64;
         parts
             .par_chunks_mut(BLOCK * m.max(1))
             .enumerate()
