@@ -198,50 +198,72 @@ impl Q4Matrix {
                 ),
             });
         }
-        let groups = cols / GROUP;
+        let quantized: Vec<RowCodes> = {
+            #[cfg(not(target_arch = "wasm32"))]
+            {
+                use rayon::prelude::*;
+                w.par_chunks(cols).map(quantize_row).collect()
+            }
+            #[cfg(target_arch = "wasm32")]
+            {
+                w.chunks(cols).map(quantize_row).collect()
+            }
+        };
         let mut b = Q4Builder::new(rows, cols);
-        let mut scales = vec![0f32; groups];
-        let mut mins = vec![0f32; groups];
-        let mut codes = vec![0u8; cols];
-        let mut subs = vec![(0u8, 0u8); groups];
-        for n in 0..rows {
-            let row = &w[n * cols..(n + 1) * cols];
-            for g in 0..groups {
-                let (s, m) = fit_group(&row[g * GROUP..(g + 1) * GROUP]);
-                scales[g] = s;
-                mins[g] = m;
-            }
-            let max_s = scales.iter().cloned().fold(0f32, f32::max);
-            let max_m = mins.iter().cloned().fold(0f32, f32::max);
-            let d = if max_s > 0.0 { max_s / 255.0 } else { 0.0 };
-            let dmin = if max_m > 0.0 { max_m / 255.0 } else { 0.0 };
-            for g in 0..groups {
-                let sc = if d > 0.0 {
-                    (scales[g] / d).round().clamp(0.0, 255.0)
-                } else {
-                    0.0
-                };
-                let mn = if dmin > 0.0 {
-                    (mins[g] / dmin).round().clamp(0.0, 255.0)
-                } else {
-                    0.0
-                };
-                subs[g] = (sc as u8, mn as u8);
-                let s = d * sc;
-                let m = dmin * mn;
-                for i in 0..GROUP {
-                    let k = g * GROUP + i;
-                    let q = if s > 0.0 {
-                        ((row[k] + m) / s).round().clamp(0.0, 15.0)
-                    } else {
-                        0.0
-                    };
-                    codes[k] = q as u8;
-                }
-            }
-            b.put_row(n, &codes, &subs, d, dmin);
+        for (n, r) in quantized.iter().enumerate() {
+            b.put_row(n, &r.codes, &r.subs, r.d, r.dmin);
         }
         Ok(b.finish())
+    }
+}
+
+/// One quantized row: codes, sub-scales and row scales.
+struct RowCodes {
+    codes: Vec<u8>,
+    subs: Vec<(u8, u8)>,
+    d: f32,
+    dmin: f32,
+}
+
+/// Quantizes one row: fits each group, quantizes the group scales and mins to 8 bits against
+/// the row's largest, then refits the codes to the rounded values.
+fn quantize_row(row: &[f32]) -> RowCodes {
+    let groups = row.len() / GROUP;
+    let fits: Vec<(f32, f32)> = row.chunks(GROUP).map(fit_group).collect();
+    let max_s = fits.iter().map(|f| f.0).fold(0f32, f32::max);
+    let max_m = fits.iter().map(|f| f.1).fold(0f32, f32::max);
+    let d = if max_s > 0.0 { max_s / 255.0 } else { 0.0 };
+    let dmin = if max_m > 0.0 { max_m / 255.0 } else { 0.0 };
+    let mut codes = vec![0u8; row.len()];
+    let mut subs = Vec::with_capacity(groups);
+    for (g, &(scale, min)) in fits.iter().enumerate() {
+        let sc = if d > 0.0 {
+            (scale / d).round().clamp(0.0, 255.0)
+        } else {
+            0.0
+        };
+        let mn = if dmin > 0.0 {
+            (min / dmin).round().clamp(0.0, 255.0)
+        } else {
+            0.0
+        };
+        subs.push((sc as u8, mn as u8));
+        let (s, m) = (d * sc, dmin * mn);
+        for i in 0..GROUP {
+            let k = g * GROUP + i;
+            let q = if s > 0.0 {
+                ((row[k] + m) / s).round().clamp(0.0, 15.0)
+            } else {
+                0.0
+            };
+            codes[k] = q as u8;
+        }
+    }
+    RowCodes {
+        codes,
+        subs,
+        d,
+        dmin,
     }
 }
 
