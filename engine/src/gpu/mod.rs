@@ -89,7 +89,6 @@ const RING_BYTES: u64 = 256 << 10;
 struct Pending {
     encoder: Option<wgpu::CommandEncoder>,
     uniforms: Vec<u8>,
-    dispatches: usize,
 }
 
 /// The context: device, queue, caches. Cheap to share by reference.
@@ -198,7 +197,6 @@ impl GpuContext {
             pending: Mutex::new(Pending {
                 encoder: None,
                 uniforms: Vec::new(),
-                dispatches: 0,
             }),
             ring,
             staging: Mutex::default(),
@@ -402,7 +400,6 @@ impl GpuContext {
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
         }
-        pending.dispatches += 1;
         Ok(())
     }
 
@@ -447,7 +444,6 @@ impl GpuContext {
         if let Some(enc) = pending.encoder.take() {
             self.queue.submit([enc.finish()]);
         }
-        pending.dispatches = 0;
     }
 
     /// Submits everything recorded so far as one submission.
@@ -456,11 +452,6 @@ impl GpuContext {
         self.submit_locked(&mut pending);
         drop(pending);
         self.check_errors()
-    }
-
-    /// Dispatches recorded and not yet submitted.
-    pub fn pending_dispatches(&self) -> usize {
-        lock(&self.pending).dispatches
     }
 
     /// Reads back byte ranges of several buffers with one submission and one map.

@@ -84,14 +84,6 @@ impl<B: Backend> Linear<B> {
         })
     }
 
-    /// Output features.
-    pub fn rows(&self, b: &B) -> usize {
-        match self {
-            Linear::Q4(q) => b.q4_shape(q).0,
-            Linear::F32 { rows, .. } => *rows,
-        }
-    }
-
     /// `out[m][rows] = x[m][cols] W^T`.
     pub fn forward(&self, b: &B, x: &B::Buffer, out: &B::Buffer, m: usize) -> Result<()> {
         let kernel = if m <= GEMV_MAX_ROWS {
