@@ -106,6 +106,20 @@ pub trait Backend {
         m: usize,
         kernel: MatmulKernel,
     ) -> Result<()>;
+    /// A row block of a larger LQ4 matrix: `out[mi * out_stride + out_off + n] =
+    /// sum_k x[mi][k] * W[n][k]` for the block's `n` rows (`out_off + rows <= out_stride`).
+    /// Matrices over one binding's size limit are stored as such blocks.
+    #[allow(clippy::too_many_arguments)]
+    fn q4_matmul_block(
+        &self,
+        x: &Self::Buffer,
+        w: &Self::Q4,
+        out: &Self::Buffer,
+        m: usize,
+        kernel: MatmulKernel,
+        out_stride: usize,
+        out_off: usize,
+    ) -> Result<()>;
     /// `out[m][n] = sum_k x[m][k] * W[n][k]` for an f32 matrix `W[rows][cols]` in `w`
     /// (`cols % 4 == 0`).
     #[allow(clippy::too_many_arguments)]
@@ -158,6 +172,16 @@ pub trait Backend {
         -> Result<()>;
     /// Gathers and dequantizes rows `ids` of an LQ4 table into `out[ids.len()][cols]`.
     fn embed_q4(&self, ids: &[u32], table: &Self::Q4, out: &Self::Buffer) -> Result<()>;
+    /// Embedding gather from a row block holding vocabulary rows `row0..row0 + rows`: rows
+    /// `t` whose id falls in the block are written, the others are left untouched (another
+    /// block writes them). The caller checks ids against the whole vocabulary.
+    fn embed_q4_block(
+        &self,
+        ids: &[u32],
+        table: &Self::Q4,
+        row0: usize,
+        out: &Self::Buffer,
+    ) -> Result<()>;
     /// Copies `len` elements (e.g. new keys into the KV cache).
     fn copy(
         &self,
@@ -253,6 +277,35 @@ pub(crate) mod check {
         q4_matmul(x, out, rows, cols, m)
     }
 
+    pub fn q4_matmul_block<B: BufferLen>(
+        x: &B,
+        out: &B,
+        (rows, cols): (usize, usize),
+        m: usize,
+        out_stride: usize,
+        out_off: usize,
+    ) -> Result<()> {
+        if m == 0 {
+            return Err(shape_err("q4_matmul_block", "zero activation rows"));
+        }
+        if out_off + rows > out_stride {
+            return Err(shape_err(
+                "q4_matmul_block",
+                format!(
+                    "block rows {out_off}..{} exceed the output stride {out_stride}",
+                    out_off + rows
+                ),
+            ));
+        }
+        need_len("q4_matmul_block", &format!("x [{m}, {cols}]"), x, m * cols)?;
+        need_len(
+            "q4_matmul_block",
+            &format!("out [{m}, {out_stride}]"),
+            out,
+            m * out_stride,
+        )
+    }
+
     pub fn rms_norm<B: BufferLen>(x: &B, w: &B, out: &B, rows: usize, dim: usize) -> Result<()> {
         if dim == 0 {
             return Err(shape_err("rms_norm", "zero dimension"));
@@ -339,6 +392,10 @@ pub(crate) mod check {
             ));
         }
         need_len("embed_q4", "out", out, ids.len() * cols)
+    }
+
+    pub fn embed_block<B: BufferLen>(ids: &[u32], cols: usize, out: &B) -> Result<()> {
+        need_len("embed_q4_block", "out", out, ids.len() * cols)
     }
 
     pub fn copy<B: BufferLen>(

@@ -142,6 +142,32 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn q4_matmul_block(
+        &self,
+        x: &CpuBuffer,
+        w: &Arc<Q4Matrix>,
+        out: &CpuBuffer,
+        m: usize,
+        kernel: MatmulKernel,
+        out_stride: usize,
+        out_off: usize,
+    ) -> Result<()> {
+        check::q4_matmul_block(x, out, (w.rows, w.cols), m, out_stride, out_off)?;
+        no_alias("q4_matmul_block", out, &[x])?;
+        let mut block = vec![0f32; m * w.rows];
+        let x = x.get();
+        match kernel {
+            MatmulKernel::Gemv => kernels::q4_gemv::cpu(&x, w, &mut block, m),
+            MatmulKernel::Gemm => kernels::q4_gemm::cpu(&x, w, &mut block, m),
+        }
+        let mut o = out.get_mut();
+        for (mi, row) in block.chunks(w.rows).enumerate() {
+            let at = mi * out_stride + out_off;
+            o[at..at + w.rows].copy_from_slice(row);
+        }
+        Ok(())
+    }
+
     fn f32_matmul(
         &self,
         x: &CpuBuffer,
@@ -232,7 +258,19 @@ impl Backend for CpuBackend {
 
     fn embed_q4(&self, ids: &[u32], table: &Arc<Q4Matrix>, out: &CpuBuffer) -> Result<()> {
         check::embed(ids, table.rows, table.cols, out)?;
-        kernels::embed_q4::cpu(ids, table, &mut out.get_mut());
+        kernels::embed_q4::cpu(ids, table, 0, &mut out.get_mut());
+        Ok(())
+    }
+
+    fn embed_q4_block(
+        &self,
+        ids: &[u32],
+        table: &Arc<Q4Matrix>,
+        row0: usize,
+        out: &CpuBuffer,
+    ) -> Result<()> {
+        check::embed_block(ids, table.cols, out)?;
+        kernels::embed_q4::cpu(ids, table, row0, &mut out.get_mut());
         Ok(())
     }
 

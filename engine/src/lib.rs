@@ -5,6 +5,7 @@
 //! RNG. Models, tokenizer, retrieval and the answer protocol build on it.
 
 pub mod backend;
+pub mod bundle;
 pub mod cpu;
 pub mod error;
 pub mod generate;

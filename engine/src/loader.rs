@@ -1,12 +1,14 @@
 //! Opens a model from a path, natively: a GGUF file, a Hugging Face folder (`config.json`,
-//! safetensors, `tokenizer.json`), or (issue 4) a Lorekeeper bundle.
+//! safetensors, `tokenizer.json`), or a Lorekeeper bundle (`manifest.json` and shards).
 
 use std::path::Path;
 
 use crate::backend::Backend;
+use crate::bundle::{Manifest, ModelBundle, Quant, MANIFEST_FILE};
 use crate::error::{EngineError, Result};
 use crate::gguf::Gguf;
 use crate::models::llama::{Config, Llama, LoadOptions};
+use crate::models::WeightFormat;
 use crate::tokenizer::Tokenizer;
 use crate::weights::{GgufSource, Safetensors};
 
@@ -65,39 +67,75 @@ pub fn load<B: Backend>(b: &B, path: &Path, opts: LoadOptions) -> Result<(Llama<
             Ok((Llama::load(b, cfg, &src, opts)?, tok))
         }
         ModelKind::HfFolder => {
-            let cfg_path = path.join("config.json");
-            let text = String::from_utf8(read(&cfg_path)?).map_err(|_| EngineError::Format {
-                file: cfg_path.display().to_string(),
-                detail: "not UTF-8".into(),
-            })?;
-            let cfg = Config::from_json(&cfg_path.display().to_string(), &text)?;
-            let tok_path = path.join("tokenizer.json");
-            let mut eos = cfg.eos_ids();
-            if let Ok(gc) = std::fs::read(path.join("generation_config.json")) {
-                if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&gc) {
-                    match v.get("eos_token_id") {
-                        Some(serde_json::Value::Number(n)) => {
-                            eos.extend(n.as_u64().map(|x| x as u32))
-                        }
-                        Some(serde_json::Value::Array(a)) => {
-                            eos.extend(a.iter().filter_map(|x| x.as_u64()).map(|x| x as u32))
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            let tok = Tokenizer::from_json(
-                &tok_path.display().to_string(),
-                &read(&tok_path)?,
-                &eos,
-                &cfg.model_type,
-            )?;
+            let cfg = hf_config(path)?;
+            let tok = hf_tokenizer(path, &cfg)?;
             let src = Safetensors::open_dir(path)?;
             Ok((Llama::load(b, cfg, &src, opts)?, tok))
         }
-        ModelKind::Bundle => Err(EngineError::Format {
-            file: path.display().to_string(),
-            detail: "Lorekeeper bundles are not readable yet (index-builder model, issue 4)".into(),
-        }),
+        ModelKind::Bundle => {
+            let bundle = ModelBundle::open_dir(path)?;
+            let (cfg, tok) = bundle_config(&bundle)?;
+            Ok((Llama::load(b, cfg, &bundle, opts)?, tok))
+        }
     }
+}
+
+/// Parses and validates a Hugging Face folder's `config.json`.
+pub fn hf_config(path: &Path) -> Result<Config> {
+    let cfg_path = path.join("config.json");
+    let text = String::from_utf8(read(&cfg_path)?).map_err(|_| EngineError::Format {
+        file: cfg_path.display().to_string(),
+        detail: "not UTF-8".into(),
+    })?;
+    Config::from_json(&cfg_path.display().to_string(), &text)
+}
+
+/// A Hugging Face folder's `tokenizer.json`, with end-of-sequence ids from the config and
+/// `generation_config.json`.
+pub fn hf_tokenizer(path: &Path, cfg: &Config) -> Result<Tokenizer> {
+    let tok_path = path.join("tokenizer.json");
+    let mut eos = cfg.eos_ids();
+    if let Ok(gc) = std::fs::read(path.join("generation_config.json")) {
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&gc) {
+            match v.get("eos_token_id") {
+                Some(serde_json::Value::Number(n)) => eos.extend(n.as_u64().map(|x| x as u32)),
+                Some(serde_json::Value::Array(a)) => {
+                    eos.extend(a.iter().filter_map(|x| x.as_u64()).map(|x| x as u32))
+                }
+                _ => {}
+            }
+        }
+    }
+    Tokenizer::from_json(
+        &tok_path.display().to_string(),
+        &read(&tok_path)?,
+        &eos,
+        &cfg.model_type,
+    )
+}
+
+/// The model config and tokenizer of a bundle's model part.
+pub fn bundle_config(bundle: &ModelBundle) -> Result<(Config, Tokenizer)> {
+    let m = bundle.model();
+    let src = format!("{}/{}", bundle.source, MANIFEST_FILE);
+    let cfg = Config::from_json(&src, &m.config.to_string())?;
+    let tok = Tokenizer::from_bundle(
+        &format!("{}/{}", bundle.source, m.tokenizer.shard),
+        bundle.tokenizer_json()?,
+        &m.tokenizer.meta,
+    )?;
+    Ok((cfg, tok))
+}
+
+/// The weight format a path's model is stored in natively: LQ4 for a q4 bundle, f32 otherwise.
+pub fn native_format(path: &Path) -> Result<WeightFormat> {
+    if detect(path)? != ModelKind::Bundle {
+        return Ok(WeightFormat::F32);
+    }
+    let mpath = path.join(MANIFEST_FILE);
+    let m = Manifest::parse(&mpath.display().to_string(), &read(&mpath)?)?;
+    Ok(match m.model.map(|m| m.quant) {
+        Some(Quant::Q4) => WeightFormat::Q4,
+        _ => WeightFormat::F32,
+    })
 }

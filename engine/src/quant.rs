@@ -217,6 +217,151 @@ impl Q4Matrix {
     }
 }
 
+impl Q4Matrix {
+    /// The packed words as little-endian bytes (the bundle's on-disk form).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.data.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    /// Reads the bundle form back, checking the length against the shape.
+    pub fn from_bytes(name: &str, rows: usize, cols: usize, bytes: &[u8]) -> Result<Q4Matrix> {
+        if !bytes.len().is_multiple_of(4) {
+            return Err(EngineError::Quantize {
+                tensor: name.into(),
+                detail: format!("{} bytes is not a whole number of LQ4 words", bytes.len()),
+            });
+        }
+        let data = bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let m = Q4Matrix { rows, cols, data };
+        m.validate(name)?;
+        Ok(m)
+    }
+
+    /// Stacks row blocks (same `cols`) into one matrix, copying codes and scales verbatim.
+    /// The builder quantizes a large part in small blocks and joins them here.
+    pub fn concat_rows(name: &str, blocks: &[Q4Matrix]) -> Result<Q4Matrix> {
+        let cols = blocks.first().map(|b| b.cols).unwrap_or(GROUP);
+        if let Some(b) = blocks.iter().find(|b| b.cols != cols) {
+            return Err(EngineError::Quantize {
+                tensor: name.into(),
+                detail: format!("row blocks of {} and {} columns", cols, b.cols),
+            });
+        }
+        let rows: usize = blocks.iter().map(|b| b.rows).sum();
+        let (sm0, ro0) = (
+            Q4Matrix::sm_offset_for(rows, cols),
+            Q4Matrix::rows_offset_for(rows, cols),
+        );
+        let mut data = vec![0u32; Q4Matrix::words_for(rows, cols)];
+        let mut sm_bytes = Vec::with_capacity(rows * cols / GROUP * 2);
+        let (mut q_at, mut r_at) = (0, ro0);
+        for b in blocks {
+            let qs = &b.data[..b.sm_offset()];
+            data[q_at..q_at + qs.len()].copy_from_slice(qs);
+            q_at += qs.len();
+            let sm = b.data[b.sm_offset()..b.rows_offset()]
+                .iter()
+                .flat_map(|w| w.to_le_bytes());
+            sm_bytes.extend(sm.take(b.rows * b.cols / GROUP * 2));
+            let rs = &b.data[b.rows_offset()..];
+            data[r_at..r_at + rs.len()].copy_from_slice(rs);
+            r_at += rs.len();
+        }
+        sm_bytes.resize((ro0 - sm0) * 4, 0);
+        for (w, c) in data[sm0..ro0].iter_mut().zip(sm_bytes.chunks_exact(4)) {
+            *w = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
+        Ok(Q4Matrix { rows, cols, data })
+    }
+}
+
+/// 8-bit weights for quality comparisons and tests (`--quant q8`): symmetric int8 codes in
+/// groups of 32 along each row (the last group of a row may be shorter) with one f32 scale per
+/// group, 9 bits per weight. The engine dequantizes them to f32 at load; there is no q8 kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Q8Matrix {
+    /// Output features.
+    pub rows: usize,
+    /// Input features.
+    pub cols: usize,
+    /// `rows * cols` codes, row-major.
+    pub codes: Vec<i8>,
+    /// `rows * ceil(cols / 32)` scales.
+    pub scales: Vec<f32>,
+}
+
+impl Q8Matrix {
+    /// Bytes of the on-disk form for a shape.
+    pub fn bytes_for(rows: usize, cols: usize) -> usize {
+        rows * cols + 4 * rows * cols.div_ceil(GROUP)
+    }
+
+    /// Quantizes `[rows, cols]` row-major data (finite values, checked by the caller).
+    pub fn quantize(rows: usize, cols: usize, w: &[f32]) -> Q8Matrix {
+        let mut codes = Vec::with_capacity(rows * cols);
+        let mut scales = Vec::with_capacity(rows * cols.div_ceil(GROUP));
+        for row in w.chunks(cols.max(1)).take(rows) {
+            for g in row.chunks(GROUP) {
+                let amax = g.iter().fold(0f32, |a, v| a.max(v.abs()));
+                let s = amax / 127.0;
+                scales.push(s);
+                codes.extend(g.iter().map(|v| {
+                    if s > 0.0 {
+                        (v / s).round().clamp(-127.0, 127.0) as i8
+                    } else {
+                        0
+                    }
+                }));
+            }
+        }
+        Q8Matrix {
+            rows,
+            cols,
+            codes,
+            scales,
+        }
+    }
+
+    /// Codes then scales, little-endian.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(Self::bytes_for(self.rows, self.cols));
+        out.extend(self.codes.iter().map(|&c| c as u8));
+        for s in &self.scales {
+            out.extend_from_slice(&s.to_le_bytes());
+        }
+        out
+    }
+
+    /// Dequantizes the on-disk form of a `[rows, cols]` block.
+    pub fn dequantize_bytes(name: &str, rows: usize, cols: usize, b: &[u8]) -> Result<Vec<f32>> {
+        if b.len() != Self::bytes_for(rows, cols) {
+            return Err(EngineError::Quantize {
+                tensor: name.into(),
+                detail: format!(
+                    "q8 data has {} bytes, shape [{rows}, {cols}] needs {}",
+                    b.len(),
+                    Self::bytes_for(rows, cols)
+                ),
+            });
+        }
+        let (codes, scales) = b.split_at(rows * cols);
+        let gpr = cols.div_ceil(GROUP);
+        let mut out = Vec::with_capacity(rows * cols);
+        for (n, row) in codes.chunks(cols.max(1)).take(rows).enumerate() {
+            for (g, grp) in row.chunks(GROUP).enumerate() {
+                let o = 4 * (n * gpr + g);
+                let s =
+                    f32::from_le_bytes([scales[o], scales[o + 1], scales[o + 2], scales[o + 3]]);
+                out.extend(grp.iter().map(|&c| c as i8 as f32 * s));
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// One quantized row: codes, sub-scales and row scales.
 struct RowCodes {
     codes: Vec<u8>,
@@ -405,6 +550,40 @@ mod tests {
         assert!((q.bits_per_weight() - (4.5 + 64.0 / k as f64)).abs() < 0.1);
         let blk = q.row_block(2, 5);
         assert_eq!(&blk.dequantize()[..], &dq[2 * k..5 * k]);
+    }
+
+    #[test]
+    fn bytes_roundtrip_and_concat_rows_match_one_quantization() {
+        let mut rng = Pcg32::new(3);
+        // Odd row counts make the sub-scale section end mid-word.
+        let (n, k) = (11, 64);
+        let w = rng.normal_vec(n * k, 0.1);
+        let whole = Q4Matrix::quantize("t", n, k, &w).expect("quantize");
+        let back = Q4Matrix::from_bytes("t", n, k, &whole.to_bytes()).expect("from_bytes");
+        assert_eq!(back, whole);
+        assert!(Q4Matrix::from_bytes("t", n + 1, k, &whole.to_bytes()).is_err());
+        let blocks: Vec<Q4Matrix> = [(0, 3), (3, 4), (4, 11)]
+            .iter()
+            .map(|&(a, b)| Q4Matrix::quantize("t", b - a, k, &w[a * k..b * k]).expect("q"))
+            .collect();
+        let joined = Q4Matrix::concat_rows("t", &blocks).expect("concat");
+        assert_eq!(joined, whole);
+    }
+
+    #[test]
+    fn q8_roundtrip_is_within_half_a_step() {
+        let mut rng = Pcg32::new(4);
+        let (n, k) = (5, 45); // a ragged last group per row
+        let w = rng.normal_vec(n * k, 1.0);
+        let q = Q8Matrix::quantize(n, k, &w);
+        let b = q.to_bytes();
+        assert_eq!(b.len(), Q8Matrix::bytes_for(n, k));
+        let d = Q8Matrix::dequantize_bytes("t", n, k, &b).expect("deq");
+        for (i, (a, b)) in w.iter().zip(&d).enumerate() {
+            let s = q.scales[(i / k) * 2 + (i % k) / GROUP];
+            assert!((a - b).abs() <= 0.5 * s + 1e-7, "element {i}: {a} vs {b}");
+        }
+        assert!(Q8Matrix::dequantize_bytes("t", n, k, &b[1..]).is_err());
     }
 
     #[test]

@@ -241,6 +241,43 @@ impl Tokenizer {
         })
     }
 
+    /// What a bundle stores besides `tokenizer.json`.
+    pub fn meta(&self) -> crate::bundle::TokenizerMeta {
+        crate::bundle::TokenizerMeta {
+            eos_token_ids: self.eos.clone(),
+            bos_token_id: self.bos,
+            add_bos: self.add_bos,
+            default_system: self.chat.default_system.clone(),
+            qwen3_no_think: self.chat.qwen3_no_think,
+        }
+    }
+
+    /// `tokenizer.json` of this tokenizer (for GGUF sources: rebuilt from the metadata).
+    pub fn to_json(&self) -> Result<String> {
+        self.inner
+            .to_string(false)
+            .map_err(|e| tok_err("tokenizer.json", e))
+    }
+
+    /// From a bundle's `tokenizer.json` and its [`meta`](Self::meta).
+    pub fn from_bundle(
+        source: &str,
+        json: &[u8],
+        meta: &crate::bundle::TokenizerMeta,
+    ) -> Result<Tokenizer> {
+        let inner = tokenizers::Tokenizer::from_bytes(json).map_err(|e| tok_err(source, e))?;
+        Ok(Tokenizer {
+            inner,
+            eos: meta.eos_token_ids.clone(),
+            bos: meta.bos_token_id,
+            add_bos: meta.add_bos,
+            chat: ChatTemplate {
+                default_system: meta.default_system.clone(),
+                qwen3_no_think: meta.qwen3_no_think,
+            },
+        })
+    }
+
     /// Token ids of `text`; special tokens written in the text (`<|im_start|>`) are recognised.
     /// A BOS is prepended only when the model asks for it.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {

@@ -23,6 +23,11 @@ pub trait WeightSource {
     fn describe(&self) -> String;
     /// The tensor called `name` (HF naming), or `None` if absent.
     fn get(&self, name: &str) -> Result<Option<HostTensor>>;
+    /// The tensor as prequantized LQ4 row blocks `(first row, block)`, when the source stores
+    /// it so (bundles); the loader then uploads it without requantizing.
+    fn q4_parts(&self, _name: &str) -> Result<Option<Vec<(usize, crate::quant::Q4Matrix)>>> {
+        Ok(None)
+    }
 }
 
 /// Fetches a tensor and checks its shape, naming tensor, source and both shapes on mismatch.
@@ -127,6 +132,17 @@ impl Safetensors {
             shards.push((p.display().to_string(), read(&p)?));
         }
         Self::from_shards(&dir.display().to_string(), shards)
+    }
+
+    /// Opens one safetensors file.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open_file(path: &std::path::Path) -> Result<Safetensors> {
+        let bytes = std::fs::read(path).map_err(|e| EngineError::Io {
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        })?;
+        let name = path.display().to_string();
+        Self::from_shards(&name, vec![(name.clone(), bytes)])
     }
 
     /// Tensor names.

@@ -6,7 +6,7 @@ use lorekeeper_engine::generate::{next_token, SamplingParams};
 use lorekeeper_engine::models::llama::{Config, Llama, LoadOptions};
 use lorekeeper_engine::models::WeightFormat;
 use lorekeeper_engine::rng::Pcg32;
-use lorekeeper_engine::weights::Safetensors;
+use lorekeeper_engine::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::{Backend, Tolerance};
 
 /// f32 model vs transformers' f32 CPU forward: different summation orders only.
@@ -43,23 +43,37 @@ pub async fn fixture_matches<B: Backend>(
     weights: Vec<u8>,
     golden: &str,
 ) -> Result<Vec<String>, String> {
+    let cfg = Config::from_json(name, config).map_err(|x| format!("{name}: config: {x}"))?;
+    let src = Safetensors::from_shards(name, vec![("model.safetensors".into(), weights)])
+        .map_err(|x| format!("{name}: weights: {x}"))?;
+    source_matches(b, name, cfg, &src, WeightFormat::F32, LOGITS, golden).await
+}
+
+/// [`fixture_matches`] for any weight source (a bundle) and storage format, with the logits
+/// tolerance `tol` (LQ4 weights are compared with a looser one; greedy tokens must still agree).
+pub async fn source_matches<B: Backend>(
+    b: &B,
+    name: &str,
+    cfg: Config,
+    src: &dyn WeightSource,
+    format: WeightFormat,
+    tol: Tolerance,
+    golden: &str,
+) -> Result<Vec<String>, String> {
     let who = b.describe();
     let e = |what: &str| {
         let who = who.clone();
         let what = what.to_string();
         move |err: lorekeeper_engine::EngineError| format!("[{who}] {name}: {what}: {err}")
     };
-    let cfg = Config::from_json(name, config).map_err(e("config"))?;
-    let src = Safetensors::from_shards(name, vec![("model.safetensors".into(), weights)])
-        .map_err(e("weights"))?;
     let golden: serde_json::Value =
         serde_json::from_str(golden).map_err(|x| format!("{name}: golden.json: {x}"))?;
     let opts = LoadOptions {
-        format: WeightFormat::F32,
+        format,
         ctx: 64,
         chunk: 16,
     };
-    let mut model = Llama::load(b, cfg.clone(), &src, opts).map_err(e("load"))?;
+    let mut model = Llama::load(b, cfg.clone(), src, opts).map_err(e("load"))?;
     let vocab = cfg.vocab_size;
     let cases = golden["cases"].as_array().ok_or("no cases")?;
     let mut lines = Vec::new();
@@ -72,7 +86,7 @@ pub async fn fixture_matches<B: Backend>(
         for r in case["logits"].as_array().ok_or("no logits")? {
             want.extend(row(r)?);
         }
-        let err = LOGITS
+        let err = tol
             .check(&want, &got)
             .map_err(|m| format!("[{who}] {name} case {ci}: logits {m}"))?;
         model.reset();
@@ -94,7 +108,7 @@ pub async fn fixture_matches<B: Backend>(
             model.forward(b, &[t], false).map_err(e("decode"))?;
         }
         lines.push(format!(
-            "[{who}] {name} case {ci}: {} positions, max abs logit err {err:.2e} within {LOGITS}; {} greedy tokens equal",
+            "[{who}] {name} case {ci}: {} positions, max abs logit err {err:.2e} within {tol}; {} greedy tokens equal",
             prompt.len(),
             want_greedy.len()
         ));
@@ -103,13 +117,12 @@ pub async fn fixture_matches<B: Backend>(
     let case = &cases[1];
     let prompt = ids(&case["prompt"])?;
     let mut small =
-        Llama::load(b, cfg, &src, LoadOptions { chunk: 4, ..opts }).map_err(e("load"))?;
+        Llama::load(b, cfg, src, LoadOptions { chunk: 4, ..opts }).map_err(e("load"))?;
     small.forward(b, &prompt, false).map_err(e("chunked"))?;
     let got = small.read_logits(b).await.map_err(e("read"))?;
     let rows = case["logits"].as_array().ok_or("no logits")?;
     let last = row(&rows[rows.len() - 1])?;
-    LOGITS
-        .check(&last, &got)
+    tol.check(&last, &got)
         .map_err(|m| format!("[{who}] {name}: chunked prefill {m}"))?;
     lines.push(format!(
         "[{who}] {name}: chunked prefill (chunks of 4) matches"

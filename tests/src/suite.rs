@@ -400,6 +400,68 @@ pub async fn select<B: Backend>(b: &B, seed: u64) -> Check {
     )
 }
 
+/// A matrix stored as LQ4 row blocks (a matrix over one binding's limit): every block's GEMV
+/// and GEMM written into its window of the full output, and the embedding gathered block by
+/// block, equal the whole matrix's oracle.
+pub async fn q4_blocks<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "q4_blocks";
+    let mut rng = Pcg32::new(seed);
+    let (n, k, m, tokens) = (
+        rng.range(3, 150),
+        32 * rng.range(1, 9),
+        rng.range(1, 40),
+        rng.range(1, 9),
+    );
+    let w = random_q4(&mut rng, n, k);
+    // Random cut points: 2 or 3 blocks of uneven size.
+    let c1 = rng.range(1, n - 1);
+    let c2 = rng.range(c1, n);
+    let cuts: Vec<(usize, usize)> = [(0, c1), (c1, c2), (c2, n)]
+        .into_iter()
+        .filter(|(a, z)| z > a)
+        .collect();
+    let blocks = cuts
+        .iter()
+        .map(|&(a, z)| Ok((a, b.upload_q4("block", &w.row_block(a, z))?)))
+        .collect::<lorekeeper_engine::Result<Vec<_>>>()
+        .map_err(e(op))?;
+    let x = rng.normal_vec(m * k, 1.0);
+    let xd = b.upload("x", &x).map_err(e(op))?;
+    for kernel in [MatmulKernel::Gemv, MatmulKernel::Gemm] {
+        let od = b.alloc("out", m * n).map_err(e(op))?;
+        for (r0, q) in &blocks {
+            b.q4_matmul_block(&xd, q, &od, m, kernel, n, *r0)
+                .map_err(e(op))?;
+        }
+        let got = b.read(&od, 0, m * n).await.map_err(e(op))?;
+        compare(
+            op,
+            format!("{kernel:?} m={m} n={n} k={k} blocks={cuts:?}"),
+            bounds::Q4_MATMUL,
+            &oracle::q4_matmul(&x, &w, m),
+            &got,
+        )?;
+    }
+    let ids: Vec<u32> = (0..tokens).map(|_| rng.range(0, n - 1) as u32).collect();
+    let od = b.alloc("emb", tokens * k).map_err(e(op))?;
+    for (r0, q) in &blocks {
+        b.embed_q4_block(&ids, q, *r0, &od).map_err(e(op))?;
+    }
+    let got = b.read(&od, 0, tokens * k).await.map_err(e(op))?;
+    let want: Vec<f64> = ids
+        .iter()
+        .flat_map(|&id| (0..k).map(move |c| (id as usize, c)))
+        .map(|(id, c)| oracle::q4_weight(&w, id, c))
+        .collect();
+    compare(
+        op,
+        format!("embed n={n} k={k} tokens={tokens} blocks={cuts:?}"),
+        bounds::EMBED,
+        &want,
+        &got,
+    )
+}
+
 /// Bad calls come back as errors, never panics, and name the op.
 pub async fn rejects_bad_shapes<B: Backend>(b: &B) -> Check {
     let op = "errors";
@@ -423,6 +485,11 @@ pub async fn rejects_bad_shapes<B: Backend>(b: &B) -> Check {
     );
     expect("alias", b.add_assign(&out, &out, 8), "also an input");
     expect("bad id", b.embed_q4(&[8], &wd, &out), "token id 8");
+    expect(
+        "block window",
+        b.q4_matmul_block(&small, &wd, &out, 1, MatmulKernel::Gemv, 8, 4),
+        "exceed the output stride",
+    );
     let s = AttnShape {
         tokens: 2,
         heads: 3,

@@ -63,15 +63,15 @@ mod native {
 
     #[derive(clap::Args)]
     struct ModelArgs {
-        /// GGUF file or Hugging Face model folder
+        /// GGUF file, Hugging Face model folder or Lorekeeper bundle folder
         #[arg(long)]
         model: PathBuf,
         /// Where to run
         #[arg(long, value_enum, default_value = "gpu")]
         backend: BackendArg,
-        /// How to store matmul weights on the device
-        #[arg(long, value_enum, default_value = "f32")]
-        weights: WeightsArg,
+        /// How to store matmul weights on the device [default: q4 for a q4 bundle, else f32]
+        #[arg(long, value_enum)]
+        weights: Option<WeightsArg>,
         /// KV-cache capacity in tokens
         #[arg(long, default_value_t = 4096)]
         ctx: usize,
@@ -200,8 +200,9 @@ mod native {
     fn load<B: Backend>(b: &B, m: &ModelArgs, chunk: usize) -> Result<(Llama<B>, Tokenizer)> {
         let opts = LoadOptions {
             format: match m.weights {
-                WeightsArg::F32 => WeightFormat::F32,
-                WeightsArg::Q4 => WeightFormat::Q4,
+                Some(WeightsArg::F32) => WeightFormat::F32,
+                Some(WeightsArg::Q4) => WeightFormat::Q4,
+                None => loader::native_format(&m.model)?,
             },
             ctx: m.ctx,
             chunk,

@@ -117,8 +117,31 @@ impl Backend for GpuContext {
         check::q4_matmul(x, out, w.rows, w.cols, m)?;
         no_alias("q4_matmul", out, &[x])?;
         match kernel {
-            MatmulKernel::Gemv => kernels::q4_gemv::dispatch(self, &x.buf, w, &out.buf, m),
-            MatmulKernel::Gemm => kernels::q4_gemm::dispatch(self, &x.buf, w, &out.buf, m),
+            MatmulKernel::Gemv => {
+                kernels::q4_gemv::dispatch(self, &x.buf, w, &out.buf, m, (w.rows, 0))
+            }
+            MatmulKernel::Gemm => {
+                kernels::q4_gemm::dispatch(self, &x.buf, w, &out.buf, m, (w.rows, 0))
+            }
+        }
+    }
+
+    fn q4_matmul_block(
+        &self,
+        x: &GpuBuffer,
+        w: &GpuQ4,
+        out: &GpuBuffer,
+        m: usize,
+        kernel: MatmulKernel,
+        out_stride: usize,
+        out_off: usize,
+    ) -> Result<()> {
+        check::q4_matmul_block(x, out, (w.rows, w.cols), m, out_stride, out_off)?;
+        no_alias("q4_matmul_block", out, &[x])?;
+        let win = (out_stride, out_off);
+        match kernel {
+            MatmulKernel::Gemv => kernels::q4_gemv::dispatch(self, &x.buf, w, &out.buf, m, win),
+            MatmulKernel::Gemm => kernels::q4_gemm::dispatch(self, &x.buf, w, &out.buf, m, win),
         }
     }
 
@@ -215,7 +238,27 @@ impl Backend for GpuContext {
             wgpu::BufferUsages::empty(),
         )?;
         self.write_buffer(&idb, 0, bytemuck::cast_slice(ids));
-        kernels::embed_q4::dispatch(self, table, &idb, &out.buf, ids.len())
+        kernels::embed_q4::dispatch(self, table, &idb, &out.buf, ids.len(), 0)
+    }
+
+    fn embed_q4_block(
+        &self,
+        ids: &[u32],
+        table: &GpuQ4,
+        row0: usize,
+        out: &GpuBuffer,
+    ) -> Result<()> {
+        check::embed_block(ids, table.cols, out)?;
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let idb = self.create_storage(
+            "token ids",
+            (ids.len() * 4) as u64,
+            wgpu::BufferUsages::empty(),
+        )?;
+        self.write_buffer(&idb, 0, bytemuck::cast_slice(ids));
+        kernels::embed_q4::dispatch(self, table, &idb, &out.buf, ids.len(), row0)
     }
 
     fn copy(

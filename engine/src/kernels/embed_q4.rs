@@ -20,16 +20,19 @@ struct Params {
     cols: u32,
     sm_off: u32,
     rows_off: u32,
-    _p: [u32; 3],
+    row0: u32,
+    _p: [u32; 2],
 }
 
-/// Records the gather. `ids` is a device buffer of `tokens` u32 ids, checked by the caller.
+/// Records the gather from a table holding vocabulary rows `row0..row0 + w.rows`. `ids` is a
+/// device buffer of `tokens` u32 ids, checked by the caller; ids outside the table are skipped.
 pub(crate) fn dispatch(
     ctx: &GpuContext,
     w: &GpuQ4,
     ids: &wgpu::Buffer,
     out: &wgpu::Buffer,
     tokens: usize,
+    row0: usize,
 ) -> Result<()> {
     let wg = ctx.tuning.elem_wg;
     let p = Params {
@@ -38,7 +41,8 @@ pub(crate) fn dispatch(
         cols: w.cols as u32,
         sm_off: w.sm_off as u32,
         rows_off: w.rows_off as u32,
-        _p: [0; 3],
+        row0: row0 as u32,
+        _p: [0; 2],
     };
     ctx.dispatch(
         &KERNEL,
@@ -49,9 +53,13 @@ pub(crate) fn dispatch(
     )
 }
 
-/// Plain-Rust reference.
-pub fn cpu(ids: &[u32], w: &Q4Matrix, out: &mut [f32]) {
+/// Plain-Rust reference for a table holding vocabulary rows `row0..row0 + w.rows`; rows of
+/// `out` whose id lies elsewhere are left untouched.
+pub fn cpu(ids: &[u32], w: &Q4Matrix, row0: usize, out: &mut [f32]) {
     for (t, &id) in ids.iter().enumerate() {
-        w.dequantize_row(id as usize, &mut out[t * w.cols..(t + 1) * w.cols]);
+        let Some(r) = (id as usize).checked_sub(row0).filter(|&r| r < w.rows) else {
+            continue;
+        };
+        w.dequantize_row(r, &mut out[t * w.cols..(t + 1) * w.cols]);
     }
 }

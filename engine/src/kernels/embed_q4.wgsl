@@ -5,11 +5,11 @@ override WG: u32 = 64u;
 
 struct Params {
     tokens: u32,
-    rows: u32,       // vocabulary rows in the table
+    rows: u32,       // vocabulary rows in the table (a row block of the vocabulary)
     cols: u32,       // embedding width, multiple of 32
     sm_off: u32,
     rows_off: u32,
-    _p0: u32,
+    row0: u32,       // vocabulary id of the table's first row
     _p1: u32,
     _p2: u32,
 }
@@ -31,11 +31,13 @@ fn main(
     }
     let t = i / p.cols;
     let k = i % p.cols;
-    let row = ids[t];
-    if (row >= p.rows) {  // out-of-range ids are rejected on the host; never read past the table
-        out[i] = 0.0;
+    let id = ids[t];
+    // Ids in another row block are that block's to write; ids outside the vocabulary are
+    // rejected on the host. Never read past the table.
+    if (id < p.row0 || id - p.row0 >= p.rows) {
         return;
     }
+    let row = id - p.row0;
     let g = k / 32u;
     let b = 2u * (row * (p.cols / 32u) + g);
     let smw = w[p.sm_off + b / 4u] >> (8u * (b % 4u));

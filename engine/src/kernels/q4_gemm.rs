@@ -17,15 +17,17 @@ pub const TILE: usize = 32;
 
 pub(crate) use super::q4_gemv::Params;
 
-/// Records the GEMM. Shapes are checked by the caller.
+/// Records the GEMM into the output window `(row stride, offset)`. Shapes are checked by the
+/// caller.
 pub(crate) fn dispatch(
     ctx: &GpuContext,
     x: &wgpu::Buffer,
     w: &GpuQ4,
     out: &wgpu::Buffer,
     m: usize,
+    window: (usize, usize),
 ) -> Result<()> {
-    let params = Params::for_matrix(w, m);
+    let params = Params::for_matrix(w, m, window);
     let g = [w.rows.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32, 1];
     ctx.dispatch(
         &KERNEL,

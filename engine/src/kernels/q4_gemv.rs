@@ -27,31 +27,34 @@ pub(crate) struct Params {
 }
 
 impl Params {
-    /// Parameters for `out[m][w.rows] = x[m][w.cols] W^T`.
-    pub(crate) fn for_matrix(w: &GpuQ4, m: usize) -> Params {
+    /// Parameters for `out[mi * stride + off + n] = (x W^T)[mi][n]`; `(w.rows, 0)` is a
+    /// whole matrix.
+    pub(crate) fn for_matrix(w: &GpuQ4, m: usize, (stride, off): (usize, usize)) -> Params {
         Params {
             m: m as u32,
             n: w.rows as u32,
             k: w.cols as u32,
             sm_off: w.sm_off as u32,
             rows_off: w.rows_off as u32,
-            out_stride: w.rows as u32,
-            out_off: 0,
+            out_stride: stride as u32,
+            out_off: off as u32,
             _pad: 0,
         }
     }
 }
 
-/// Records the GEMV. Shapes are checked by the caller.
+/// Records the GEMV into the output window `(row stride, offset)`. Shapes are checked by the
+/// caller.
 pub(crate) fn dispatch(
     ctx: &GpuContext,
     x: &wgpu::Buffer,
     w: &GpuQ4,
     out: &wgpu::Buffer,
     m: usize,
+    window: (usize, usize),
 ) -> Result<()> {
     let t = ctx.tuning;
-    let params = Params::for_matrix(w, m);
+    let params = Params::for_matrix(w, m, window);
     let mut g = groups_for(w.rows, t.gemv_wg / t.gemv_tpr);
     g[2] = m as u32;
     ctx.dispatch(

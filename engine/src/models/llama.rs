@@ -15,17 +15,16 @@
 //! The KV cache and all activations are allocated once at load for `ctx` positions and
 //! chunks of up to `chunk` tokens (llama2.c's run state).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Linear, WeightFormat};
 use crate::backend::{rope_table, AttnShape, Backend, BufferLen, RopeShape};
 use crate::error::{EngineError, Result};
 use crate::gguf::Value;
-use crate::quant::Q4Matrix;
 use crate::weights::{expect, GgufSource, WeightSource};
 
 /// `rope_parameters` of transformers 5.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct RopeParameters {
     /// Base frequency.
     pub rope_theta: Option<f64>,
@@ -36,7 +35,7 @@ pub struct RopeParameters {
 /// Hugging Face `config.json` of `LlamaForCausalLM` / `Qwen3ForCausalLM`, in the transformers 4
 /// form (`rope_theta`, `torch_dtype`) and the transformers 5 form (`rope_parameters`, `dtype`,
 /// `layer_types`).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct Config {
     /// `llama` or `qwen3`.
     pub model_type: String,
@@ -230,6 +229,35 @@ impl Config {
         Ok(())
     }
 
+    /// Every weight the model reads: HF name and shape, in load order. The index-builder
+    /// writes exactly these; `load` shape-checks each.
+    pub fn tensor_shapes(&self) -> Vec<(String, Vec<usize>)> {
+        let (h, v, f) = (self.hidden_size, self.vocab_size, self.intermediate_size);
+        let (hd, nq, kv) = (self.head_dim(), self.num_attention_heads, self.kv_heads());
+        let mut out = vec![("model.embed_tokens.weight".to_string(), vec![v, h])];
+        if !self.tie_word_embeddings {
+            out.push(("lm_head.weight".into(), vec![v, h]));
+        }
+        for i in 0..self.num_hidden_layers {
+            let p = format!("model.layers.{i}");
+            out.push((format!("{p}.input_layernorm.weight"), vec![h]));
+            out.push((format!("{p}.self_attn.q_proj.weight"), vec![nq * hd, h]));
+            out.push((format!("{p}.self_attn.k_proj.weight"), vec![kv * hd, h]));
+            out.push((format!("{p}.self_attn.v_proj.weight"), vec![kv * hd, h]));
+            out.push((format!("{p}.self_attn.o_proj.weight"), vec![h, nq * hd]));
+            if self.qk_norm() {
+                out.push((format!("{p}.self_attn.q_norm.weight"), vec![hd]));
+                out.push((format!("{p}.self_attn.k_norm.weight"), vec![hd]));
+            }
+            out.push((format!("{p}.post_attention_layernorm.weight"), vec![h]));
+            out.push((format!("{p}.mlp.gate_proj.weight"), vec![f, h]));
+            out.push((format!("{p}.mlp.up_proj.weight"), vec![f, h]));
+            out.push((format!("{p}.mlp.down_proj.weight"), vec![h, f]));
+        }
+        out.push(("model.norm.weight".into(), vec![h]));
+        out
+    }
+
     /// Key/value heads.
     pub fn kv_heads(&self) -> usize {
         self.num_key_value_heads.unwrap_or(self.num_attention_heads)
@@ -295,6 +323,7 @@ impl Default for LoadOptions {
 /// The token embedding table.
 enum Embedding<B: Backend> {
     Q4(B::Q4),
+    Q4Blocks(Vec<(usize, B::Q4)>),
     F32(B::Buffer),
 }
 
@@ -437,26 +466,18 @@ impl<B: Backend> Llama<B> {
             cfg.kv_heads(),
         );
         let fmt = opts.format;
-        let emb = expect(src, "model.embed_tokens.weight", &[v, h])?;
-        let q4_ok = h.is_multiple_of(32);
-        let (embed, tied_head) = if fmt == WeightFormat::Q4 && q4_ok {
-            let q = b.upload_q4(
-                "embed_tokens",
-                &Q4Matrix::quantize("model.embed_tokens.weight", v, h, &emb.data)?,
-            )?;
-            (Embedding::Q4(q.clone()), Linear::Q4(q))
+        // The embedding doubles as the tied LM head; LQ4 needs h % 32 == 0.
+        let emb_fmt = if h.is_multiple_of(32) {
+            fmt
         } else {
-            let t = b.upload("embed_tokens", &emb.data)?;
-            (
-                Embedding::F32(t.clone()),
-                Linear::F32 {
-                    w: t,
-                    rows: v,
-                    cols: h,
-                },
-            )
+            WeightFormat::F32
         };
-        drop(emb);
+        let tied_head = Linear::new(b, src, "model.embed_tokens.weight", v, h, emb_fmt)?;
+        let embed = match &tied_head {
+            Linear::Q4(q) => Embedding::Q4(q.clone()),
+            Linear::Q4Blocks { blocks, .. } => Embedding::Q4Blocks(blocks.clone()),
+            Linear::F32 { w, .. } => Embedding::F32(w.clone()),
+        };
         let lm_head = if cfg.tie_word_embeddings {
             tied_head
         } else {
@@ -591,6 +612,20 @@ impl<B: Backend> Llama<B> {
         // 0. Embedding: x [t, h].
         match &self.embed {
             Embedding::Q4(q) => b.embed_q4(ids, q, &s.x)?,
+            Embedding::Q4Blocks(blocks) => {
+                if let Some(bad) = ids.iter().find(|&&i| i as usize >= cfg.vocab_size) {
+                    return Err(EngineError::Shape {
+                        op: "embed",
+                        detail: format!(
+                            "token id {bad} is outside the vocabulary of {}",
+                            cfg.vocab_size
+                        ),
+                    });
+                }
+                for (r0, q) in blocks {
+                    b.embed_q4_block(ids, q, *r0, &s.x)?;
+                }
+            }
             Embedding::F32(table) => {
                 for (i, &id) in ids.iter().enumerate() {
                     b.copy(table, id as usize * h, &s.x, i * h, h)?;

@@ -5,7 +5,7 @@
 pub mod llama;
 
 use crate::backend::{Backend, MatmulKernel};
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::quant::Q4Matrix;
 use crate::weights::{expect, WeightSource};
 
@@ -25,6 +25,14 @@ pub const GEMV_MAX_ROWS: usize = 4;
 pub enum Linear<B: Backend> {
     /// 4-bit weights.
     Q4(B::Q4),
+    /// 4-bit weights in row blocks `(first row, block)`, for matrices over one binding's size
+    /// limit (Qwen3-4B's tied embedding).
+    Q4Blocks {
+        /// The blocks in row order.
+        blocks: Vec<(usize, B::Q4)>,
+        /// Output features of the whole matrix.
+        rows: usize,
+    },
     /// f32 weights.
     F32 {
         /// `W`, row-major.
@@ -40,6 +48,10 @@ impl<B: Backend> Clone for Linear<B> {
     fn clone(&self) -> Self {
         match self {
             Linear::Q4(q) => Linear::Q4(q.clone()),
+            Linear::Q4Blocks { blocks, rows } => Linear::Q4Blocks {
+                blocks: blocks.clone(),
+                rows: *rows,
+            },
             Linear::F32 { w, rows, cols } => Linear::F32 {
                 w: w.clone(),
                 rows: *rows,
@@ -50,7 +62,8 @@ impl<B: Backend> Clone for Linear<B> {
 }
 
 impl<B: Backend> Linear<B> {
-    /// Loads `name` with shape `[rows, cols]` in the requested format.
+    /// Loads `name` with shape `[rows, cols]` in the requested format. LQ4 row blocks stored
+    /// by the source (a bundle) are uploaded as they are.
     pub fn new(
         b: &B,
         src: &dyn WeightSource,
@@ -59,8 +72,51 @@ impl<B: Backend> Linear<B> {
         cols: usize,
         fmt: WeightFormat,
     ) -> Result<Self> {
+        if fmt == WeightFormat::Q4 {
+            if let Some(parts) = src.q4_parts(name)? {
+                return Self::from_q4_parts(b, src, name, rows, cols, parts);
+            }
+        }
         let t = expect(src, name, &[rows, cols])?;
         Self::from_host(b, name, rows, cols, &t.data, fmt)
+    }
+
+    /// Uploads prequantized row blocks after checking that they tile `[rows, cols]`.
+    fn from_q4_parts(
+        b: &B,
+        src: &dyn WeightSource,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        parts: Vec<(usize, Q4Matrix)>,
+    ) -> Result<Self> {
+        let mut next = 0;
+        for (r0, m) in &parts {
+            if *r0 != next || m.cols != cols || m.rows == 0 {
+                return Err(EngineError::Format {
+                    file: src.describe(),
+                    detail: format!(
+                        "tensor '{name}': LQ4 block at row {r0} of shape [{}, {}] does not continue [{rows}, {cols}] at row {next}",
+                        m.rows, m.cols
+                    ),
+                });
+            }
+            next += m.rows;
+        }
+        if next != rows {
+            return Err(EngineError::Format {
+                file: src.describe(),
+                detail: format!("tensor '{name}': LQ4 blocks cover {next} of {rows} rows"),
+            });
+        }
+        let mut blocks = Vec::with_capacity(parts.len());
+        for (r0, m) in &parts {
+            blocks.push((*r0, b.upload_q4(name, m)?));
+        }
+        Ok(match blocks.len() {
+            1 => Linear::Q4(blocks.remove(0).1),
+            _ => Linear::Q4Blocks { blocks, rows },
+        })
     }
 
     /// Uploads host data `[rows, cols]`.
@@ -93,6 +149,12 @@ impl<B: Backend> Linear<B> {
         };
         match self {
             Linear::Q4(q) => b.q4_matmul(x, q, out, m, kernel),
+            Linear::Q4Blocks { blocks, rows } => {
+                for (r0, q) in blocks {
+                    b.q4_matmul_block(x, q, out, m, kernel, *rows, *r0)?;
+                }
+                Ok(())
+            }
             Linear::F32 { w, rows, cols } => b.f32_matmul(x, w, *rows, *cols, out, m, kernel),
         }
     }

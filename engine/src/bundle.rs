@@ -1,0 +1,661 @@
+//! The Lorekeeper bundle: what `index-builder` writes and both the page and the desktop build
+//! read. A folder holding `manifest.json` and shards:
+//!
+//! - `manifest.json` — format and version, the model part (architecture, Hugging Face config,
+//!   tokenizer, every tensor → shard / offset / length / dtype / shape / row block, bits per
+//!   weight, the GPU limits it needs) and the retrieval-index part, plus one entry per shard with
+//!   its size and sha256.
+//! - shards — `model-NNNNN-<sha12>.bin` (tens of MB each, sized for browser fetch and the Cache
+//!   API), the tokenizer, and the index's own shards. Names carry a hash prefix so a rebuild
+//!   never overwrites a shard an older manifest still points at.
+//!
+//! A tensor is stored as one or more **row blocks** (`parts`), each small enough for one storage
+//! binding (128 MiB by default, WebGPU's default `maxStorageBufferBindingSize`): Qwen3-4B's tied
+//! 151936 × 2560 embedding is two LQ4 blocks.
+//!
+//! Everything read from a bundle is verified before use: shard lengths and sha256, tensor
+//! extents inside their shards, row blocks that tile the tensor, payload sizes that match the
+//! dtype and shape. Errors name the shard or tensor.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{EngineError, Result};
+use crate::quant::{Q4Matrix, Q8Matrix, GROUP};
+use crate::weights::{HostTensor, WeightSource};
+
+/// The manifest's file name.
+pub const MANIFEST_FILE: &str = "manifest.json";
+/// Value of the manifest's `format` field.
+pub const FORMAT: &str = "lorekeeper-bundle";
+/// Manifest layout version this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// WebGPU's default `maxStorageBufferBindingSize` (128 MiB): the default cap on one row block.
+pub const DEFAULT_MAX_BINDING: u64 = 128 << 20;
+
+/// `manifest.json`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Layout version ([`FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// The model part, written by `index-builder model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelManifest>,
+    /// The retrieval-index part, written by `index-builder index`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<serde_json::Value>,
+    /// Every shard of every part.
+    pub shards: Vec<ShardEntry>,
+    /// Sum of the shard sizes.
+    pub total_bytes: u64,
+}
+
+/// Which part of the bundle a shard belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BundlePart {
+    /// Model weights and tokenizer.
+    Model,
+    /// Retrieval index.
+    Index,
+}
+
+/// One shard file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShardEntry {
+    /// File name inside the bundle folder.
+    pub file: String,
+    /// The part it belongs to.
+    pub part: BundlePart,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Lowercase hex sha256 of the contents.
+    pub sha256: String,
+}
+
+/// Storage of a tensor in the bundle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    /// Little-endian f32.
+    F32,
+    /// Little-endian IEEE f16.
+    F16,
+    /// [`Q8Matrix`] bytes (codes, then per-32 f32 scales).
+    Q8,
+    /// [`Q4Matrix`] words (LQ4).
+    Lq4,
+}
+
+impl DType {
+    /// Bytes of a `[rows, cols]` block (a 1-D tensor is one row).
+    pub fn bytes_for(self, rows: usize, cols: usize) -> usize {
+        match self {
+            DType::F32 => 4 * rows * cols,
+            DType::F16 => 2 * rows * cols,
+            DType::Q8 => Q8Matrix::bytes_for(rows, cols),
+            DType::Lq4 => 4 * Q4Matrix::words_for(rows, cols),
+        }
+    }
+}
+
+/// The quantization a bundle was built with (`--quant`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Quant {
+    /// LQ4 matrices, f32 norms.
+    Q4,
+    /// 8-bit matrices (dequantized at load), f32 norms.
+    Q8,
+    /// f16 matrices, f32 norms.
+    F16,
+    /// Everything f32.
+    F32,
+}
+
+impl Quant {
+    /// The dtype a matrix (2-D tensor) `[rows, cols]` gets under this policy. LQ4 needs
+    /// `cols % 32 == 0`; other matrices fall back to q8.
+    pub fn matrix_dtype(self, cols: usize) -> DType {
+        match self {
+            Quant::Q4 if cols.is_multiple_of(GROUP) => DType::Lq4,
+            Quant::Q4 | Quant::Q8 => DType::Q8,
+            Quant::F16 => DType::F16,
+            Quant::F32 => DType::F32,
+        }
+    }
+
+    /// Name as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Quant::Q4 => "q4",
+            Quant::Q8 => "q8",
+            Quant::F16 => "f16",
+            Quant::F32 => "f32",
+        }
+    }
+}
+
+/// One row block of a tensor.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TensorPart {
+    /// Shard file name.
+    pub shard: String,
+    /// Byte offset in the shard.
+    pub offset: u64,
+    /// Byte length.
+    pub length: u64,
+    /// Rows `[start, end)` of the tensor (a 1-D tensor is one row: `[0, 1]`).
+    pub rows: [usize; 2],
+}
+
+/// A tensor: dtype, HF shape and its row blocks in order.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TensorEntry {
+    /// Storage.
+    pub dtype: DType,
+    /// Shape in HF layout (`[out, in]` for a linear weight).
+    pub shape: Vec<usize>,
+    /// Row blocks tiling `0..rows`.
+    pub parts: Vec<TensorPart>,
+}
+
+impl TensorEntry {
+    /// `(rows, cols)`: a 1-D tensor is a single row.
+    pub fn matrix_dims(&self) -> (usize, usize) {
+        match self.shape.as_slice() {
+            [n] => (1, *n),
+            [r, c] => (*r, *c),
+            _ => (0, 0),
+        }
+    }
+}
+
+/// The tokenizer's state beyond `tokenizer.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenizerMeta {
+    /// End-of-sequence ids.
+    pub eos_token_ids: Vec<u32>,
+    /// Beginning-of-sequence id.
+    pub bos_token_id: Option<u32>,
+    /// Whether encoding prepends BOS.
+    pub add_bos: bool,
+    /// System prompt the chat template inserts when none is given.
+    pub default_system: Option<String>,
+    /// Qwen3: disable thinking in the chat template.
+    pub qwen3_no_think: bool,
+}
+
+/// The tokenizer of a model part.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TokenizerEntry {
+    /// Shard file holding `tokenizer.json`.
+    pub shard: String,
+    /// Special ids and template settings.
+    pub meta: TokenizerMeta,
+}
+
+/// GPU limits a model part needs (the page compares them with the adapter's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuLimits {
+    /// Largest single binding (the largest row block).
+    pub max_storage_buffer_binding_size: u64,
+    /// Largest single buffer.
+    pub max_buffer_size: u64,
+}
+
+/// The LoRA adapter merged into a model part.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LoraSummary {
+    /// Adapter folder as given.
+    pub source: String,
+    /// Rank.
+    pub r: usize,
+    /// `lora_alpha`.
+    pub alpha: f64,
+    /// Merge scale (`alpha / r`, or `alpha / sqrt(r)` with rsLoRA).
+    pub scale: f64,
+    /// Modules merged.
+    pub merged: usize,
+    /// Modules replaced (`modules_to_save`).
+    pub replaced: usize,
+}
+
+/// The model part.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ModelManifest {
+    /// `model_type` (`qwen3`, `llama`, …): picks the model file.
+    pub architecture: String,
+    /// The Hugging Face `config.json` (from the GGUF metadata for GGUF sources).
+    pub config: serde_json::Value,
+    /// Tokenizer.
+    pub tokenizer: TokenizerEntry,
+    /// Quantization policy.
+    pub quant: Quant,
+    /// The policy in words (what got which dtype).
+    pub policy: String,
+    /// Tensors by HF name.
+    pub tensors: BTreeMap<String, TensorEntry>,
+    /// Parameter count.
+    pub parameters: u64,
+    /// Bits per weight over all matrices, scales included.
+    pub matrix_bits_per_weight: f64,
+    /// Bits per weight over all tensors.
+    pub bits_per_weight: f64,
+    /// Bytes of tensor data.
+    pub tensor_bytes: u64,
+    /// GPU limits the weights need.
+    pub limits: GpuLimits,
+    /// Where the weights came from.
+    pub source: String,
+    /// The merged adapter, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<LoraSummary>,
+}
+
+fn fmt_err(file: &str, detail: String) -> EngineError {
+    EngineError::Format {
+        file: file.into(),
+        detail,
+    }
+}
+
+/// Lowercase hex sha256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lowercase hex of a digest.
+pub fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Manifest {
+    /// An empty manifest.
+    pub fn empty() -> Manifest {
+        Manifest {
+            format: FORMAT.into(),
+            format_version: FORMAT_VERSION,
+            model: None,
+            index: None,
+            shards: Vec::new(),
+            total_bytes: 0,
+        }
+    }
+
+    /// Parses and checks `manifest.json`; `source` names it in errors.
+    pub fn parse(source: &str, bytes: &[u8]) -> Result<Manifest> {
+        let m: Manifest = serde_json::from_slice(bytes)
+            .map_err(|e| fmt_err(source, format!("not a bundle manifest: {e}")))?;
+        if m.format != FORMAT {
+            return Err(fmt_err(
+                source,
+                format!("format is '{}', expected '{FORMAT}'", m.format),
+            ));
+        }
+        if m.format_version != FORMAT_VERSION {
+            return Err(fmt_err(
+                source,
+                format!(
+                    "bundle format version {} is not the one this build reads ({FORMAT_VERSION}); rebuild the bundle with this version's index-builder",
+                    m.format_version
+                ),
+            ));
+        }
+        m.validate(source)?;
+        Ok(m)
+    }
+
+    /// The shard entry called `file`.
+    pub fn shard(&self, file: &str) -> Option<&ShardEntry> {
+        self.shards.iter().find(|s| s.file == file)
+    }
+
+    /// Shards of one part.
+    pub fn shards_of(&self, part: BundlePart) -> impl Iterator<Item = &ShardEntry> {
+        self.shards.iter().filter(move |s| s.part == part)
+    }
+
+    /// Structural checks: shard names stay in the folder, tensors lie inside their shards,
+    /// row blocks tile each tensor, payload sizes match dtype and shape.
+    pub fn validate(&self, source: &str) -> Result<()> {
+        for s in &self.shards {
+            if s.file.is_empty()
+                || s.file.contains('/')
+                || s.file.contains('\\')
+                || s.file.starts_with('.')
+                || s.file == MANIFEST_FILE
+            {
+                return Err(fmt_err(
+                    source,
+                    format!("shard name '{}' is not a plain file name", s.file),
+                ));
+            }
+            if s.sha256.len() != 64 || !s.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(fmt_err(
+                    source,
+                    format!("shard '{}' has no valid sha256", s.file),
+                ));
+            }
+        }
+        let Some(m) = &self.model else {
+            return Ok(());
+        };
+        if self.shard(&m.tokenizer.shard).is_none() {
+            return Err(fmt_err(
+                source,
+                format!("tokenizer shard '{}' is not listed", m.tokenizer.shard),
+            ));
+        }
+        for (name, t) in &m.tensors {
+            let bad = |d: String| fmt_err(source, format!("tensor '{name}': {d}"));
+            let (rows, cols) = t.matrix_dims();
+            if rows == 0 || cols == 0 {
+                return Err(bad(format!("unsupported shape {:?}", t.shape)));
+            }
+            if t.dtype == DType::Lq4 && !cols.is_multiple_of(GROUP) {
+                return Err(bad(format!("LQ4 needs columns divisible by {GROUP}")));
+            }
+            let mut next = 0;
+            for p in &t.parts {
+                let sh = self
+                    .shard(&p.shard)
+                    .ok_or_else(|| bad(format!("shard '{}' is not listed", p.shard)))?;
+                if p.rows[0] != next || p.rows[1] <= p.rows[0] || p.rows[1] > rows {
+                    return Err(bad(format!(
+                        "row block {:?} does not continue at row {next} of {rows}",
+                        p.rows
+                    )));
+                }
+                next = p.rows[1];
+                let want = t.dtype.bytes_for(p.rows[1] - p.rows[0], cols) as u64;
+                if p.length != want {
+                    return Err(bad(format!(
+                        "row block {:?} has {} bytes, {:?} needs {want}",
+                        p.rows, p.length, t.dtype
+                    )));
+                }
+                if p.offset.checked_add(p.length).is_none_or(|e| e > sh.bytes) {
+                    return Err(bad(format!(
+                        "bytes {}..{} lie outside shard '{}' ({} bytes)",
+                        p.offset,
+                        p.offset.saturating_add(p.length),
+                        p.shard,
+                        sh.bytes
+                    )));
+                }
+            }
+            if next != rows {
+                return Err(bad(format!("row blocks cover {next} of {rows} rows")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks one shard's bytes against its manifest entry (length, then sha256).
+pub fn verify_shard(entry: &ShardEntry, bytes: &[u8]) -> Result<()> {
+    if bytes.len() as u64 != entry.bytes {
+        return Err(fmt_err(
+            &entry.file,
+            format!(
+                "shard has {} bytes, the manifest says {} (truncated or corrupt download)",
+                bytes.len(),
+                entry.bytes
+            ),
+        ));
+    }
+    let got = sha256_hex(bytes);
+    if got != entry.sha256 {
+        return Err(fmt_err(
+            &entry.file,
+            format!(
+                "sha256 is {got}, the manifest says {} (corrupt shard)",
+                entry.sha256
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A bundle's model part with every shard loaded and verified: a [`WeightSource`] by HF name.
+pub struct ModelBundle {
+    /// Where it came from (errors).
+    pub source: String,
+    /// The manifest.
+    pub manifest: Manifest,
+    model: ModelManifest,
+    shards: BTreeMap<String, Vec<u8>>,
+}
+
+impl ModelBundle {
+    /// From the manifest and the model shards' bytes (by file name); verifies each shard.
+    pub fn new(
+        source: &str,
+        manifest: Manifest,
+        mut files: BTreeMap<String, Vec<u8>>,
+    ) -> Result<ModelBundle> {
+        let model = manifest.model.clone().ok_or_else(|| {
+            fmt_err(
+                source,
+                "the bundle has no model (run `index-builder model … --out` on it)".into(),
+            )
+        })?;
+        let mut shards = BTreeMap::new();
+        for e in manifest.shards_of(BundlePart::Model) {
+            let bytes = files.remove(&e.file).ok_or_else(|| EngineError::Io {
+                path: format!("{source}/{}", e.file),
+                detail: "shard is missing".into(),
+            })?;
+            verify_shard(e, &bytes)?;
+            shards.insert(e.file.clone(), bytes);
+        }
+        Ok(ModelBundle {
+            source: source.into(),
+            manifest,
+            model,
+            shards,
+        })
+    }
+
+    /// Reads `manifest.json` and every model shard from a folder.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open_dir(dir: &std::path::Path) -> Result<ModelBundle> {
+        let read = |p: &std::path::Path| {
+            std::fs::read(p).map_err(|e| EngineError::Io {
+                path: p.display().to_string(),
+                detail: e.to_string(),
+            })
+        };
+        let mpath = dir.join(MANIFEST_FILE);
+        let manifest = Manifest::parse(&mpath.display().to_string(), &read(&mpath)?)?;
+        let mut files = BTreeMap::new();
+        for e in manifest.shards_of(BundlePart::Model) {
+            files.insert(e.file.clone(), read(&dir.join(&e.file))?);
+        }
+        Self::new(&dir.display().to_string(), manifest, files)
+    }
+
+    /// The model part.
+    pub fn model(&self) -> &ModelManifest {
+        &self.model
+    }
+
+    /// `tokenizer.json` bytes.
+    pub fn tokenizer_json(&self) -> Result<&[u8]> {
+        let f = &self.model().tokenizer.shard;
+        self.shards
+            .get(f)
+            .map(Vec::as_slice)
+            .ok_or_else(|| fmt_err(&self.source, format!("tokenizer shard '{f}' is missing")))
+    }
+
+    fn part_bytes(&self, p: &TensorPart) -> &[u8] {
+        // `Manifest::validate` and `verify_shard` put the range inside a present shard.
+        self.shards
+            .get(&p.shard)
+            .and_then(|s| s.get(p.offset as usize..(p.offset + p.length) as usize))
+            .unwrap_or(&[])
+    }
+
+    /// The tensor entry called `name`.
+    pub fn tensor(&self, name: &str) -> Option<&TensorEntry> {
+        self.model().tensors.get(name)
+    }
+}
+
+impl WeightSource for ModelBundle {
+    fn describe(&self) -> String {
+        self.source.clone()
+    }
+
+    fn get(&self, name: &str) -> Result<Option<HostTensor>> {
+        let Some(t) = self.tensor(name) else {
+            return Ok(None);
+        };
+        let (_, cols) = t.matrix_dims();
+        let mut data = Vec::with_capacity(t.shape.iter().product());
+        for p in &t.parts {
+            let b = self.part_bytes(p);
+            let rows = p.rows[1] - p.rows[0];
+            match t.dtype {
+                DType::F32 => data.extend(
+                    b.chunks_exact(4)
+                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                ),
+                DType::F16 => data.extend(
+                    b.chunks_exact(2)
+                        .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32()),
+                ),
+                DType::Q8 => data.extend(Q8Matrix::dequantize_bytes(name, rows, cols, b)?),
+                DType::Lq4 => data.extend(Q4Matrix::from_bytes(name, rows, cols, b)?.dequantize()),
+            }
+        }
+        Ok(Some(HostTensor {
+            shape: t.shape.clone(),
+            data,
+        }))
+    }
+
+    fn q4_parts(&self, name: &str) -> Result<Option<Vec<(usize, Q4Matrix)>>> {
+        let Some(t) = self.tensor(name) else {
+            return Ok(None);
+        };
+        if t.dtype != DType::Lq4 {
+            return Ok(None);
+        }
+        let (_, cols) = t.matrix_dims();
+        t.parts
+            .iter()
+            .map(|p| {
+                let m =
+                    Q4Matrix::from_bytes(name, p.rows[1] - p.rows[0], cols, self.part_bytes(p))?;
+                Ok((p.rows[0], m))
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest_with(tensor: TensorEntry, shard_bytes: u64) -> Manifest {
+        let mut m = Manifest::empty();
+        m.shards.push(ShardEntry {
+            file: "model-00000-abc.bin".into(),
+            part: BundlePart::Model,
+            bytes: shard_bytes,
+            sha256: "0".repeat(64),
+        });
+        m.model = Some(ModelManifest {
+            architecture: "qwen3".into(),
+            config: serde_json::json!({}),
+            tokenizer: TokenizerEntry {
+                shard: "model-00000-abc.bin".into(),
+                meta: TokenizerMeta::default(),
+            },
+            quant: Quant::F32,
+            policy: String::new(),
+            tensors: [("w".to_string(), tensor)].into_iter().collect(),
+            parameters: 0,
+            matrix_bits_per_weight: 0.0,
+            bits_per_weight: 0.0,
+            tensor_bytes: 0,
+            limits: GpuLimits::default(),
+            source: String::new(),
+            lora: None,
+        });
+        m
+    }
+
+    fn part(offset: u64, length: u64, rows: [usize; 2]) -> TensorPart {
+        TensorPart {
+            shard: "model-00000-abc.bin".into(),
+            offset,
+            length,
+            rows,
+        }
+    }
+
+    #[test]
+    fn validate_catches_lying_extents_and_gaps() {
+        let ok = TensorEntry {
+            dtype: DType::F32,
+            shape: vec![4, 8],
+            parts: vec![part(0, 64, [0, 2]), part(64, 64, [2, 4])],
+        };
+        manifest_with(ok.clone(), 128).validate("m").expect("valid");
+        let e = manifest_with(ok.clone(), 100).validate("m").unwrap_err();
+        assert!(e.to_string().contains("outside shard"), "{e}");
+        let mut gap = ok.clone();
+        gap.parts[1].rows = [3, 4];
+        gap.parts[1].length = 32;
+        let e = manifest_with(gap, 128).validate("m").unwrap_err();
+        assert!(e.to_string().contains("does not continue"), "{e}");
+        let mut short = ok;
+        short.parts.pop();
+        let e = manifest_with(short, 128).validate("m").unwrap_err();
+        assert!(e.to_string().contains("cover 2 of 4"), "{e}");
+    }
+
+    #[test]
+    fn verify_shard_names_the_shard() {
+        let data = b"hello shard".to_vec();
+        let e = ShardEntry {
+            file: "model-00001-x.bin".into(),
+            part: BundlePart::Model,
+            bytes: data.len() as u64,
+            sha256: sha256_hex(&data),
+        };
+        verify_shard(&e, &data).expect("ok");
+        let err = verify_shard(&e, &data[..5]).unwrap_err().to_string();
+        assert!(
+            err.contains("model-00001-x.bin") && err.contains("truncated"),
+            "{err}"
+        );
+        let mut flipped = data.clone();
+        flipped[0] ^= 1;
+        let err = verify_shard(&e, &flipped).unwrap_err().to_string();
+        assert!(err.contains("sha256"), "{err}");
+    }
+
+    #[test]
+    fn newer_format_is_refused_by_name() {
+        let mut m = Manifest::empty();
+        m.format_version = FORMAT_VERSION + 1;
+        let bytes = serde_json::to_vec(&m).expect("json");
+        let e = Manifest::parse("b/manifest.json", &bytes)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("version") && e.contains("b/manifest.json"),
+            "{e}"
+        );
+    }
+}

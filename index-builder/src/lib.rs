@@ -1,0 +1,12 @@
+//! Lorekeeper's build-time side: turns model weights (and, with issue 5, a story corpus) into a
+//! bundle the page and the desktop build load. The `index-builder` binary is a thin CLI over
+//! this library; tests drive the library directly.
+
+pub mod error;
+pub mod lora;
+pub mod model;
+pub mod source;
+pub mod writer;
+
+pub use error::{BuildError, Result};
+pub use model::{build_model, ModelOptions, ModelSummary};
