@@ -325,6 +325,22 @@ impl Q8Matrix {
         }
     }
 
+    /// Stacks row blocks of the same width.
+    pub fn concat_rows(blocks: &[Q8Matrix]) -> Q8Matrix {
+        Q8Matrix {
+            rows: blocks.iter().map(|b| b.rows).sum(),
+            cols: blocks.first().map(|b| b.cols).unwrap_or(0),
+            codes: blocks
+                .iter()
+                .flat_map(|b| b.codes.iter().copied())
+                .collect(),
+            scales: blocks
+                .iter()
+                .flat_map(|b| b.scales.iter().copied())
+                .collect(),
+        }
+    }
+
     /// Codes then scales, little-endian.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(Self::bytes_for(self.rows, self.cols));

@@ -28,7 +28,7 @@ use crate::lora::LoraAdapter;
 use crate::source::BaseModel;
 use crate::writer::ShardWriter;
 
-/// f32 bytes processed at once.
+/// f32 bytes processed at once by default.
 const BLOCK_BYTES: usize = 16 << 20;
 
 /// Options of `index-builder model`.
@@ -46,6 +46,9 @@ pub struct ModelOptions {
     pub shard_bytes: u64,
     /// Largest row block in bytes.
     pub max_binding: u64,
+    /// f32 bytes read, merged and quantized at once (memory bound; tests make it tiny so a
+    /// row block is assembled from many pieces).
+    pub block_bytes: usize,
     /// Show a progress bar.
     pub progress: bool,
 }
@@ -60,6 +63,7 @@ impl ModelOptions {
             out: out.to_path_buf(),
             shard_bytes: 32 << 20,
             max_binding: DEFAULT_MAX_BINDING,
+            block_bytes: BLOCK_BYTES,
             progress: false,
         }
     }
@@ -199,7 +203,7 @@ pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
             });
         }
         let part_rows = ((cap / per_row) as usize).clamp(1, rows);
-        let block_rows = (BLOCK_BYTES / (4 * cols)).clamp(1, part_rows);
+        let block_rows = (o.block_bytes / (4 * cols)).clamp(1, part_rows);
         let replacement = lora.as_ref().and_then(|l| l.replacement(name));
         let mut parts = Vec::new();
         let mut p0 = 0;
@@ -207,7 +211,9 @@ pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
             let p1 = (p0 + part_rows).min(rows);
             let len = dtype.bytes_for(p1 - p0, cols) as u64;
             let place = w.begin(len)?;
+            // Quantized row blocks are assembled whole (their sections are not row-interleaved).
             let mut q4_blocks = Vec::new();
+            let mut q8_blocks = Vec::new();
             let mut b0 = p0;
             while b0 < p1 {
                 let b1 = (b0 + block_rows).min(p1);
@@ -250,7 +256,7 @@ pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
                             .collect();
                         w.write(&b)?;
                     }
-                    DType::Q8 => w.write(&Q8Matrix::quantize(b1 - b0, cols, &data).to_bytes())?,
+                    DType::Q8 => q8_blocks.push(Q8Matrix::quantize(b1 - b0, cols, &data)),
                     DType::Lq4 => q4_blocks.push(Q4Matrix::quantize(name, b1 - b0, cols, &data)?),
                 }
                 bar.inc(data.len() as u64);
@@ -259,6 +265,9 @@ pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
             if dtype == DType::Lq4 {
                 let m = Q4Matrix::concat_rows(name, &q4_blocks)?;
                 w.write(&m.to_bytes())?;
+            }
+            if dtype == DType::Q8 {
+                w.write(&Q8Matrix::concat_rows(&q8_blocks).to_bytes())?;
             }
             parts.push(TensorPart {
                 shard: format!("#{}", place.shard),

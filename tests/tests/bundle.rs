@@ -54,7 +54,20 @@ fn build(
     lora: bool,
     max_binding: Option<u64>,
 ) -> index_builder::Result<()> {
+    build_with(out, quant, lora, max_binding, None)
+}
+
+fn build_with(
+    out: &Path,
+    quant: Quant,
+    lora: bool,
+    max_binding: Option<u64>,
+    block_bytes: Option<usize>,
+) -> index_builder::Result<()> {
     let mut o = ModelOptions::new(&fixture().join("base"), quant, out);
+    if let Some(b) = block_bytes {
+        o.block_bytes = b;
+    }
     if lora {
         o.lora = Some(fixture().join("adapter"));
     }
@@ -240,6 +253,34 @@ fn row_blocks_give_the_same_logits_as_one_block() {
         Tolerance::new(1e-5, 1e-5)
             .check(&want64, &got)
             .unwrap_or_else(|m| panic!("split vs unsplit: {m}"));
+    }
+}
+
+#[test]
+fn pieces_assemble_into_identical_bundles() {
+    // 1 KiB of f32 per piece: every row block is assembled from several quantized pieces, and
+    // must equal the bundle quantized in one piece per block.
+    for q in [Quant::Q4, Quant::Q8, Quant::F16, Quant::F32] {
+        let (whole, pieces) = (
+            tempfile::tempdir().expect("tmp"),
+            tempfile::tempdir().expect("tmp"),
+        );
+        build_with(whole.path(), q, true, None, None).expect("build");
+        build_with(pieces.path(), q, true, None, Some(1024)).expect("build");
+        let (a, b) = (
+            ModelBundle::open_dir(whole.path()).expect("open"),
+            ModelBundle::open_dir(pieces.path()).expect("open"),
+        );
+        for name in a.model().tensors.keys() {
+            let (x, y) = (
+                a.get(name).expect("r").expect("p"),
+                b.get(name).expect("r").expect("p"),
+            );
+            assert!(
+                x.data == y.data,
+                "{q:?} {name}: pieces differ from one block"
+            );
+        }
     }
 }
 

@@ -539,7 +539,17 @@ impl<B: Backend> Llama<B> {
         self.pos
     }
 
-    /// KV-cache capacity.
+    /// The model config.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// How the matmul weights are stored.
+    pub fn format(&self) -> WeightFormat {
+        self.opts.format
+    }
+
+    /// KV-cache capacity in positions.
     pub fn context(&self) -> usize {
         self.opts.ctx
     }

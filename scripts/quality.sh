@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Quantization quality: perplexity of SmolLM2-135M-Instruct on Alice in Wonderland for our f32,
+# q8 and q4 (LQ4) bundles and for llama.cpp's Q4_1 (the source), Q4_0 and Q4_K_M on the same
+# tokens. Needs a Python with llama-cpp-python for the peer (LLAMA_CPP_PYTHON, default
+# /work/venv/bin/python); without it only our rows are printed.
+#
+#   scripts/quality.sh [TOKENS] [WINDOW]        (defaults 4096 and 512)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOKENS=${1:-4096}
+WINDOW=${2:-512}
+PY=${LLAMA_CPP_PYTHON:-/work/venv/bin/python}
+ASSETS=$(python3 scripts/fetch-assets.py smollm2 alice | awk '{print $2}')
+GGUF=$(echo "$ASSETS" | grep gguf)
+TEXT=$(echo "$ASSETS" | grep alice29)
+OUT=${QUALITY_OUT:-target/quality}
+mkdir -p "$OUT"
+cargo build --release -q -p lorekeeper-app -p index-builder
+for q in f32 q8 q4; do
+  ./target/release/index-builder model --base "$GGUF" --quant $q --out "$OUT/smollm2-$q" --json > "$OUT/build-$q.json"
+done
+./target/release/lorekeeper perplexity --model "$GGUF" --backend cpu --weights f32 --text "$TEXT" \
+  --tokens "$TOKENS" --window "$WINDOW" --dump-tokens "$OUT/tokens.json" --json > "$OUT/ppl-source.json"
+for q in f32 q8 q4; do
+  ./target/release/lorekeeper perplexity --model "$OUT/smollm2-$q" --backend cpu --text "$TEXT" \
+    --tokens "$TOKENS" --window "$WINDOW" --json > "$OUT/ppl-$q.json"
+done
+if "$PY" -c "import llama_cpp" 2>/dev/null; then
+  "$PY" scripts/perplexity_llamacpp.py --tokens "$OUT/tokens.json" --window "$WINDOW" \
+    --quantize Q4_0,Q4_K_M "$GGUF" > "$OUT/ppl-llamacpp.jsonl"
+else
+  echo "(no llama-cpp-python at $PY: peer rows skipped)" >&2
+  : > "$OUT/ppl-llamacpp.jsonl"
+fi
+python3 - "$OUT" <<'PY'
+import json, sys, os
+out = sys.argv[1]
+src = json.load(open(f"{out}/ppl-source.json"))
+rows = []
+for q in ["f32", "q8", "q4"]:
+    b = json.load(open(f"{out}/build-{q}.json")); p = json.load(open(f"{out}/ppl-{q}.json"))
+    rows.append((f"Lorekeeper {q}" + (" (LQ4)" if q == "q4" else ""), b["bits_per_weight"], b["matrix_bits_per_weight"], p["ppl"], p["tokens_scored"]))
+peer = [json.loads(l) for l in open(f"{out}/ppl-llamacpp.jsonl") if l.strip()]
+base = None
+for r in peer:
+    label = "llama.cpp Q4_1 (source GGUF)" if r["type"] == "source" else f"llama.cpp {r['type']} (requantized from Q4_1)"
+    rows.append((label, r["bits_per_weight"], None, r["ppl"], r["tokens_scored"]))
+    if r["type"] == "source":
+        base = r["ppl"]
+ref = rows[0][3]
+print(f"Perplexity of SmolLM2-135M-Instruct on alice29.txt, first {rows[0][4]} scored tokens")
+print(f"(f32 = exact dequantization of the Q4_1 GGUF: {ref:.4f}; llama.cpp on the same file: {base if base else float('nan'):.4f})\n")
+print("| weights | bits/weight (all) | bits/weight (matrices) | perplexity | increase vs f32 |")
+print("|---|---|---|---|---|")
+for name, bpw, mbpw, ppl, n in rows:
+    m = f"{mbpw:.3f}" if mbpw else "—"
+    print(f"| {name} | {bpw:.3f} | {m} | {ppl:.4f} | {100*(ppl/ref-1):+.2f} % |")
+PY
