@@ -35,7 +35,8 @@ pub struct RopeShape {
 
 /// Shape of an attention call: queries `q[tokens][heads][head_dim]` at positions
 /// `pos0..pos0+tokens` against caches `k, v[ctx][kv_heads][head_dim]` holding
-/// positions `0..pos0+tokens`. Causal: query `t` sees keys `0..=pos0+t`.
+/// positions `0..pos0+tokens`. Causal (decoders): query `t` sees keys `0..=pos0+t`;
+/// bidirectional (encoders): every query sees keys `0..pos0+tokens`.
 #[derive(Clone, Copy, Debug)]
 pub struct AttnShape {
     /// Query tokens.
@@ -52,6 +53,8 @@ pub struct AttnShape {
     pub ctx: usize,
     /// Score scale, usually `head_dim^-0.5`.
     pub scale: f32,
+    /// Causal mask (decoders) or none (encoders).
+    pub causal: bool,
 }
 
 /// What sampling reads back from the logits: the top `k` candidates and, optionally,
@@ -157,6 +160,28 @@ pub trait Backend {
         out: &Self::Buffer,
         shape: AttnShape,
     ) -> Result<()>;
+    /// LayerNorm over rows: `out[r] = (x[r] - mean) / sqrt(var + eps) * weight + bias`.
+    #[allow(clippy::too_many_arguments)]
+    fn layer_norm(
+        &self,
+        x: &Self::Buffer,
+        weight: &Self::Buffer,
+        bias: &Self::Buffer,
+        out: &Self::Buffer,
+        rows: usize,
+        dim: usize,
+        eps: f32,
+    ) -> Result<()>;
+    /// `x[r][c] += bias[c]` in place (linear-layer biases).
+    fn add_bias(
+        &self,
+        x: &Self::Buffer,
+        bias: &Self::Buffer,
+        rows: usize,
+        cols: usize,
+    ) -> Result<()>;
+    /// `out[i] = gelu(x[i])` with the exact (erf) GELU, for `i < n`.
+    fn gelu(&self, x: &Self::Buffer, out: &Self::Buffer, n: usize) -> Result<()>;
     /// `out[i] = silu(gate[i]) * up[i]` for `i < n`.
     fn silu_mul(
         &self,
@@ -396,6 +421,33 @@ pub(crate) mod check {
 
     pub fn embed_block<B: BufferLen>(ids: &[u32], cols: usize, out: &B) -> Result<()> {
         need_len("embed_q4_block", "out", out, ids.len() * cols)
+    }
+
+    pub fn layer_norm<B: BufferLen>(
+        x: &B,
+        w: &B,
+        b: &B,
+        out: &B,
+        rows: usize,
+        dim: usize,
+    ) -> Result<()> {
+        if dim == 0 {
+            return Err(shape_err("layer_norm", "zero dimension"));
+        }
+        need_len("layer_norm", &format!("x [{rows}, {dim}]"), x, rows * dim)?;
+        need_len("layer_norm", &format!("weight [{dim}]"), w, dim)?;
+        need_len("layer_norm", &format!("bias [{dim}]"), b, dim)?;
+        need_len(
+            "layer_norm",
+            &format!("out [{rows}, {dim}]"),
+            out,
+            rows * dim,
+        )
+    }
+
+    pub fn add_bias<B: BufferLen>(x: &B, bias: &B, rows: usize, cols: usize) -> Result<()> {
+        need_len("add_bias", &format!("x [{rows}, {cols}]"), x, rows * cols)?;
+        need_len("add_bias", &format!("bias [{cols}]"), bias, cols)
     }
 
     pub fn copy<B: BufferLen>(

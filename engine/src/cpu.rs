@@ -242,6 +242,46 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn layer_norm(
+        &self,
+        x: &CpuBuffer,
+        weight: &CpuBuffer,
+        bias: &CpuBuffer,
+        out: &CpuBuffer,
+        rows: usize,
+        dim: usize,
+        eps: f32,
+    ) -> Result<()> {
+        check::layer_norm(x, weight, bias, out, rows, dim)?;
+        no_alias("layer_norm", out, &[x, weight, bias])?;
+        kernels::layer_norm::cpu(
+            &x.get(),
+            &weight.get(),
+            &bias.get(),
+            &mut out.get_mut(),
+            rows,
+            dim,
+            eps,
+        );
+        Ok(())
+    }
+
+    fn add_bias(&self, x: &CpuBuffer, bias: &CpuBuffer, rows: usize, cols: usize) -> Result<()> {
+        check::add_bias(x, bias, rows, cols)?;
+        no_alias("add_bias", x, &[bias])?;
+        kernels::add_bias::cpu(&mut x.get_mut(), &bias.get(), rows, cols);
+        Ok(())
+    }
+
+    fn gelu(&self, x: &CpuBuffer, out: &CpuBuffer, n: usize) -> Result<()> {
+        check::add_assign(out, x, n).map_err(|_| {
+            crate::error::shape_err("gelu", format!("buffers shorter than {n} elements"))
+        })?;
+        no_alias("gelu", out, &[x])?;
+        kernels::gelu::cpu(&x.get()[..n], &mut out.get_mut()[..n]);
+        Ok(())
+    }
+
     fn add_assign(&self, acc: &CpuBuffer, x: &CpuBuffer, n: usize) -> Result<()> {
         check::add_assign(acc, x, n)?;
         no_alias("add_assign", acc, &[x])?;

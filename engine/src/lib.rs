@@ -7,6 +7,7 @@
 pub mod backend;
 pub mod bundle;
 pub mod cpu;
+pub mod embed;
 pub mod error;
 pub mod generate;
 pub mod gguf;

@@ -84,12 +84,13 @@ pub fn attention(
     d: usize,
     pos0: usize,
     scale: f32,
+    causal: bool,
 ) -> Vec<f64> {
     let mut out = vec![0f64; tokens * heads * d];
     for t in 0..tokens {
         for h in 0..heads {
             let kvh = h / (heads / kv_heads);
-            let n = pos0 + t + 1;
+            let n = if causal { pos0 + t + 1 } else { pos0 + tokens };
             let s: Vec<f64> = (0..n)
                 .map(|j| {
                     (0..d)
@@ -139,4 +140,56 @@ pub fn softmax(x: &[f32], rows: usize, cols: usize) -> Vec<f64> {
         out.extend(xr.iter().map(|&v| (v as f64 - mx).exp() / z));
     }
     out
+}
+
+/// LayerNorm in f64.
+pub fn layer_norm(x: &[f32], w: &[f32], b: &[f32], rows: usize, dim: usize, eps: f64) -> Vec<f64> {
+    let mut out = Vec::with_capacity(rows * dim);
+    for r in 0..rows {
+        let xr: Vec<f64> = x[r * dim..(r + 1) * dim]
+            .iter()
+            .map(|&v| v as f64)
+            .collect();
+        let mean = xr.iter().sum::<f64>() / dim as f64;
+        let var = xr.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / dim as f64;
+        let inv = 1.0 / (var + eps).sqrt();
+        out.extend(
+            xr.iter()
+                .enumerate()
+                .map(|(i, v)| (v - mean) * inv * w[i] as f64 + b[i] as f64),
+        );
+    }
+    out
+}
+
+/// erf in f64: Maclaurin series for |z| < 3 (terms to 1e-17), 1 - erfc by its continued
+/// fraction beyond.
+pub fn erf(z: f64) -> f64 {
+    let a = z.abs();
+    let r = if a < 3.0 {
+        let (mut term, mut sum, mut n) = (a, a, 0.0);
+        while term.abs() > 1e-17 * sum.abs() {
+            n += 1.0;
+            term *= -a * a / n;
+            sum += term / (2.0 * n + 1.0);
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    } else {
+        // erfc(a) = exp(-a^2)/sqrt(pi) * 1/(a + 1/2/(a + 1/(a + 3/2/(a + 2/(a + ...)))))
+        let mut f = a;
+        for k in (1..60).rev() {
+            f = a + (k as f64 / 2.0) / f;
+        }
+        1.0 - (-a * a).exp() / std::f64::consts::PI.sqrt() / f
+    };
+    if z < 0.0 {
+        -r
+    } else {
+        r
+    }
+}
+
+/// Exact GELU in f64.
+pub fn gelu(x: f64) -> f64 {
+    0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2))
 }

@@ -195,10 +195,20 @@ pub async fn rope<B: Backend>(b: &B, seed: u64) -> Check {
     )
 }
 
-/// Causal grouped-query attention; cache slots past the causal window hold NaN, so any
-/// read beyond it fails the check.
+/// Grouped-query attention, causal (odd seeds and decode) and bidirectional (the encoder's,
+/// even seeds with several tokens); cache slots past the filled positions hold NaN, so any
+/// read beyond the visible keys fails the check.
 pub async fn attention<B: Backend>(b: &B, seed: u64) -> Check {
-    let op = "attention";
+    attention_with(b, seed, true).await?;
+    attention_with(b, seed + 100, false).await
+}
+
+async fn attention_with<B: Backend>(b: &B, seed: u64, causal: bool) -> Check {
+    let op = if causal {
+        "attention"
+    } else {
+        "attention (bidirectional)"
+    };
     let mut rng = Pcg32::new(seed);
     let tokens = if seed.is_multiple_of(2) {
         1
@@ -225,6 +235,7 @@ pub async fn attention<B: Backend>(b: &B, seed: u64) -> Check {
         pos0,
         ctx,
         scale,
+        causal,
     };
     let qd = b.upload("q", &q).map_err(e(op))?;
     let kd = b.upload("k", &k).map_err(e(op))?;
@@ -232,13 +243,83 @@ pub async fn attention<B: Backend>(b: &B, seed: u64) -> Check {
     let od = b.alloc("o", q.len()).map_err(e(op))?;
     b.attention(&qd, &kd, &vd, &od, s).map_err(e(op))?;
     let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
-    let want = oracle::attention(&q, &k, &v, tokens, heads, kv_heads, head_dim, pos0, scale);
+    let want = oracle::attention(
+        &q, &k, &v, tokens, heads, kv_heads, head_dim, pos0, scale, causal,
+    );
     compare(
         op,
         format!(
-            "tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx}"
+            "tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx} causal={causal}"
         ),
         bounds::ATTENTION,
+        &want,
+        &got,
+    )
+}
+
+/// LayerNorm with weight and bias over random rows (offset mean, so centring matters).
+pub async fn layer_norm<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "layer_norm";
+    let mut rng = Pcg32::new(seed);
+    let (rows, dim) = (rng.range(1, 9), rng.range(1, 1100));
+    let x: Vec<f32> = rng
+        .normal_vec(rows * dim, 2.0)
+        .iter()
+        .map(|v| v + 3.0)
+        .collect();
+    let w = rng.normal_vec(dim, 1.0);
+    let bias = rng.normal_vec(dim, 1.0);
+    let (xd, wd, bd, od) = (
+        b.upload("x", &x).map_err(e(op))?,
+        b.upload("w", &w).map_err(e(op))?,
+        b.upload("b", &bias).map_err(e(op))?,
+        b.alloc("o", rows * dim).map_err(e(op))?,
+    );
+    b.layer_norm(&xd, &wd, &bd, &od, rows, dim, 1e-12)
+        .map_err(e(op))?;
+    let got = b.read(&od, 0, rows * dim).await.map_err(e(op))?;
+    compare(
+        op,
+        format!("rows={rows} dim={dim}"),
+        bounds::RMS_NORM,
+        &oracle::layer_norm(&x, &w, &bias, rows, dim, 1e-12),
+        &got,
+    )
+}
+
+/// Bias add (in place) and exact GELU.
+pub async fn bias_gelu<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "add_bias + gelu";
+    let mut rng = Pcg32::new(seed);
+    let (rows, cols) = (rng.range(1, 7), rng.range(1, 700));
+    let x = rng.normal_vec(rows * cols, 2.5);
+    let bias = rng.normal_vec(cols, 1.0);
+    let (xd, bd, od) = (
+        b.upload("x", &x).map_err(e(op))?,
+        b.upload("b", &bias).map_err(e(op))?,
+        b.alloc("o", rows * cols).map_err(e(op))?,
+    );
+    b.add_bias(&xd, &bd, rows, cols).map_err(e(op))?;
+    let biased = b.read(&xd, 0, rows * cols).await.map_err(e(op))?;
+    let want_b: Vec<f64> = x
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| v as f64 + bias[i % cols] as f64)
+        .collect();
+    compare(
+        op,
+        format!("rows={rows} cols={cols}"),
+        bounds::ADD,
+        &want_b,
+        &biased,
+    )?;
+    b.gelu(&xd, &od, rows * cols).map_err(e(op))?;
+    let got = b.read(&od, 0, rows * cols).await.map_err(e(op))?;
+    let want: Vec<f64> = biased.iter().map(|&v| oracle::gelu(v as f64)).collect();
+    compare(
+        op,
+        format!("gelu n={}", rows * cols),
+        bounds::ELEMENTWISE,
         &want,
         &got,
     )
@@ -498,6 +579,7 @@ pub async fn rejects_bad_shapes<B: Backend>(b: &B) -> Check {
         pos0: 0,
         ctx: 4,
         scale: 1.0,
+        causal: true,
     };
     expect(
         "gqa",

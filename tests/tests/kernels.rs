@@ -47,7 +47,7 @@ macro_rules! on_both {
 
 on_both!(
     q4_gemv, q4_gemm, f32_gemv, f32_gemm, rms_norm, rope, attention, silu_mul, add, softmax,
-    embed_q4, select, q4_blocks
+    embed_q4, select, q4_blocks, layer_norm, bias_gelu
 );
 
 #[test]

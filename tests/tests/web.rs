@@ -60,7 +60,7 @@ macro_rules! on_both {
 
 on_both!(
     q4_gemv, q4_gemm, f32_gemv, f32_gemm, rms_norm, rope, attention, silu_mul, add, softmax,
-    embed_q4, select, q4_blocks
+    embed_q4, select, q4_blocks, layer_norm, bias_gelu
 );
 
 const QWEN3_CONFIG: &str = include_str!("../fixtures/qwen3-tiny/config.json");

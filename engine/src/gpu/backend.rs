@@ -218,6 +218,44 @@ impl Backend for GpuContext {
         kernels::silu_mul::dispatch(self, &gate.buf, &up.buf, &out.buf, n)
     }
 
+    fn layer_norm(
+        &self,
+        x: &GpuBuffer,
+        weight: &GpuBuffer,
+        bias: &GpuBuffer,
+        out: &GpuBuffer,
+        rows: usize,
+        dim: usize,
+        eps: f32,
+    ) -> Result<()> {
+        check::layer_norm(x, weight, bias, out, rows, dim)?;
+        no_alias("layer_norm", out, &[x, weight, bias])?;
+        kernels::layer_norm::dispatch(
+            self,
+            &x.buf,
+            &weight.buf,
+            &bias.buf,
+            &out.buf,
+            rows,
+            dim,
+            eps,
+        )
+    }
+
+    fn add_bias(&self, x: &GpuBuffer, bias: &GpuBuffer, rows: usize, cols: usize) -> Result<()> {
+        check::add_bias(x, bias, rows, cols)?;
+        no_alias("add_bias", x, &[bias])?;
+        kernels::add_bias::dispatch(self, &x.buf, &bias.buf, rows, cols)
+    }
+
+    fn gelu(&self, x: &GpuBuffer, out: &GpuBuffer, n: usize) -> Result<()> {
+        check::add_assign(out, x, n).map_err(|_| {
+            crate::error::shape_err("gelu", format!("buffers shorter than {n} elements"))
+        })?;
+        no_alias("gelu", out, &[x])?;
+        kernels::gelu::dispatch(self, &x.buf, &out.buf, n)
+    }
+
     fn add_assign(&self, acc: &GpuBuffer, x: &GpuBuffer, n: usize) -> Result<()> {
         check::add_assign(acc, x, n)?;
         no_alias("add_assign", acc, &[x])?;

@@ -1,4 +1,5 @@
-//! Causal grouped-query attention over the KV cache (decode and prefill).
+//! Grouped-query attention over the KV cache: causal (decode and prefill) or bidirectional
+//! (encoders).
 
 use super::Kernel;
 use crate::backend::AttnShape;
@@ -21,7 +22,8 @@ struct Params {
     head_dim: u32,
     pos0: u32,
     scale: f32,
-    _p: [u32; 2],
+    causal: u32,
+    _p: u32,
 }
 
 /// Records attention. Shapes are checked by the caller (`head_dim <= 4 * WG`).
@@ -47,7 +49,8 @@ pub(crate) fn dispatch(
         head_dim: s.head_dim as u32,
         pos0: s.pos0 as u32,
         scale: s.scale,
-        _p: [0; 2],
+        causal: u32::from(s.causal),
+        _p: 0,
     };
     ctx.dispatch(
         &KERNEL,
@@ -64,7 +67,11 @@ pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
     let group = s.heads / s.kv_heads;
     let mut scores = Vec::new();
     for t in 0..s.tokens {
-        let n_keys = s.pos0 + t + 1;
+        let n_keys = if s.causal {
+            s.pos0 + t + 1
+        } else {
+            s.pos0 + s.tokens
+        };
         for h in 0..s.heads {
             let kvh = h / group;
             let qr = &q[(t * s.heads + h) * d..][..d];

@@ -1,5 +1,5 @@
-// Causal grouped-query attention over a preallocated KV cache, for decode (tokens = 1) and
-// prefill alike. One workgroup per (head, query token). Keys are visited in chunks of WG with
+// Grouped-query attention over a preallocated KV cache, causal (decoders: decode with
+// tokens = 1 and prefill alike) or bidirectional (encoders). One workgroup per (head, query token). Keys are visited in chunks of WG with
 // an online softmax (running max m and sum l, rescaling the accumulator), so the context
 // length is unbounded by workgroup memory.
 
@@ -12,7 +12,7 @@ struct Params {
     head_dim: u32,
     pos0: u32,     // position of query 0; query t sees keys 0..=pos0+t
     scale: f32,    // score scale, usually head_dim^-0.5
-    _p0: u32,
+    causal: u32,   // 1: query t sees keys 0..=pos0+t; 0: every query sees 0..pos0+tokens
     _p1: u32,
 }
 
@@ -66,7 +66,7 @@ fn main(
         qs[i] = q[qbase + i];
     }
     workgroupBarrier();
-    let n_keys = p.pos0 + t + 1u;
+    let n_keys = select(p.pos0 + p.tokens, p.pos0 + t + 1u, p.causal != 0u);
     let kv_stride = p.kv_heads * d;
     var acc: array<f32, 4>;  // output dims lid, lid + WG, lid + 2WG, lid + 3WG
     for (var a = 0u; a < 4u; a++) {

@@ -3,10 +3,13 @@
 //! plain-Rust reference `cpu`, which [`crate::cpu::CpuBackend`] runs.
 
 pub mod add;
+pub mod add_bias;
 pub mod attention;
 pub mod copy;
 pub mod embed_q4;
 pub mod f32_matmul;
+pub mod gelu;
+pub mod layer_norm;
 pub mod q4_gemm;
 pub mod q4_gemv;
 pub mod rms_norm;

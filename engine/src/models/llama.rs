@@ -673,6 +673,7 @@ impl<B: Backend> Llama<B> {
             b.copy(&s.v, 0, &l.v_cache, pos0 * kv * hd, t * kv * hd)?;
             // 6. causal grouped-query attention                    [t, nh*hd]
             let shape = AttnShape {
+                causal: true,
                 tokens: t,
                 heads: nh,
                 kv_heads: kv,

@@ -2,6 +2,7 @@
 //! own field names, one struct per sub-layer with `new` and `forward`, weights addressed by HF
 //! tensor names and shape-checked at load.
 
+pub mod bert;
 pub mod llama;
 
 use crate::backend::{Backend, MatmulKernel};

@@ -1,0 +1,419 @@
+//! BERT-family sentence encoders (all-MiniLM-L6-v2 and relatives): post-LayerNorm transformer
+//! encoder with absolute position embeddings, bidirectional attention, exact GELU; the sentence
+//! embedding is the mean of the last hidden states over the tokens, L2-normalized
+//! (sentence-transformers' `mean` pooling + `Normalize`). One implementation runs in the
+//! index-builder (passages) and in the page (queries).
+//!
+//! Weights by their Hugging Face names (`embeddings.word_embeddings.weight`,
+//! `encoder.layer.N.attention.self.query.weight`, …; a `bert.` prefix is accepted), shape-checked
+//! at load. The run state is allocated once for `max_tokens`.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Linear, WeightFormat};
+use crate::backend::{AttnShape, Backend};
+use crate::error::{EngineError, Result};
+use crate::weights::{expect, WeightSource};
+
+/// Hugging Face `config.json` of a `BertModel`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct BertConfig {
+    /// `bert` (or `xlm-roberta`, same encoder).
+    pub model_type: String,
+    /// Vocabulary size.
+    pub vocab_size: usize,
+    /// Width.
+    pub hidden_size: usize,
+    /// Layers.
+    pub num_hidden_layers: usize,
+    /// Heads.
+    pub num_attention_heads: usize,
+    /// MLP width.
+    pub intermediate_size: usize,
+    /// Activation: `gelu` (exact) only.
+    pub hidden_act: String,
+    /// Position table size.
+    pub max_position_embeddings: usize,
+    /// Token-type table size.
+    pub type_vocab_size: usize,
+    /// LayerNorm epsilon.
+    pub layer_norm_eps: f64,
+    /// `absolute` only.
+    #[serde(default)]
+    pub position_embedding_type: Option<String>,
+}
+
+impl BertConfig {
+    /// Parses and validates `config.json`.
+    pub fn from_json(source: &str, text: &str) -> Result<BertConfig> {
+        let c: BertConfig = serde_json::from_str(text).map_err(|e| EngineError::Format {
+            file: source.into(),
+            detail: format!("config.json: {e}"),
+        })?;
+        let bad = |detail: String| {
+            Err(EngineError::Format {
+                file: source.into(),
+                detail,
+            })
+        };
+        if c.model_type != "bert" {
+            return bad(format!(
+                "model_type '{}' is not a BERT encoder (bert)",
+                c.model_type
+            ));
+        }
+        if c.hidden_act != "gelu" {
+            return bad(format!(
+                "hidden_act '{}' is not implemented (exact gelu only)",
+                c.hidden_act
+            ));
+        }
+        if let Some(p) = c.position_embedding_type.as_deref().filter(|p| *p != "absolute") {
+            return bad(format!("position_embedding_type '{p}' is not implemented"));
+        }
+        if c.num_attention_heads == 0
+            || !c.hidden_size.is_multiple_of(c.num_attention_heads)
+            || c.hidden_size / c.num_attention_heads > 256
+            || !c.hidden_size.is_multiple_of(4)
+        {
+            return bad(format!(
+                "hidden size {} with {} heads is not supported",
+                c.hidden_size, c.num_attention_heads
+            ));
+        }
+        if c.type_vocab_size == 0 {
+            return bad("type_vocab_size is 0".into());
+        }
+        Ok(c)
+    }
+
+    fn head_dim(&self) -> usize {
+        self.hidden_size / self.num_attention_heads
+    }
+
+    /// Every weight the encoder reads, HF name (without prefix) and shape.
+    pub fn tensor_shapes(&self) -> Vec<(String, Vec<usize>)> {
+        let (h, f) = (self.hidden_size, self.intermediate_size);
+        let mut out = vec![
+            ("embeddings.word_embeddings.weight".to_string(), vec![self.vocab_size, h]),
+            (
+                "embeddings.position_embeddings.weight".into(),
+                vec![self.max_position_embeddings, h],
+            ),
+            (
+                "embeddings.token_type_embeddings.weight".into(),
+                vec![self.type_vocab_size, h],
+            ),
+            ("embeddings.LayerNorm.weight".into(), vec![h]),
+            ("embeddings.LayerNorm.bias".into(), vec![h]),
+        ];
+        for i in 0..self.num_hidden_layers {
+            let p = format!("encoder.layer.{i}");
+            for n in ["attention.self.query", "attention.self.key", "attention.self.value"] {
+                out.push((format!("{p}.{n}.weight"), vec![h, h]));
+                out.push((format!("{p}.{n}.bias"), vec![h]));
+            }
+            out.push((format!("{p}.attention.output.dense.weight"), vec![h, h]));
+            out.push((format!("{p}.attention.output.dense.bias"), vec![h]));
+            out.push((format!("{p}.attention.output.LayerNorm.weight"), vec![h]));
+            out.push((format!("{p}.attention.output.LayerNorm.bias"), vec![h]));
+            out.push((format!("{p}.intermediate.dense.weight"), vec![f, h]));
+            out.push((format!("{p}.intermediate.dense.bias"), vec![f]));
+            out.push((format!("{p}.output.dense.weight"), vec![h, f]));
+            out.push((format!("{p}.output.dense.bias"), vec![h]));
+            out.push((format!("{p}.output.LayerNorm.weight"), vec![h]));
+            out.push((format!("{p}.output.LayerNorm.bias"), vec![h]));
+        }
+        out
+    }
+}
+
+/// Resolves HF names with or without the `bert.` prefix.
+struct Prefixed<'a> {
+    src: &'a dyn WeightSource,
+    prefix: &'static str,
+}
+
+impl WeightSource for Prefixed<'_> {
+    fn describe(&self) -> String {
+        self.src.describe()
+    }
+
+    fn get(&self, name: &str) -> Result<Option<crate::weights::HostTensor>> {
+        self.src.get(&format!("{}{name}", self.prefix))
+    }
+
+    fn q4_parts(&self, name: &str) -> Result<Option<Vec<(usize, crate::quant::Q4Matrix)>>> {
+        self.src.q4_parts(&format!("{}{name}", self.prefix))
+    }
+}
+
+/// A linear layer with bias.
+struct Dense<B: Backend> {
+    w: Linear<B>,
+    b: B::Buffer,
+    rows: usize,
+}
+
+impl<B: Backend> Dense<B> {
+    fn new(
+        b: &B,
+        src: &dyn WeightSource,
+        p: &str,
+        rows: usize,
+        cols: usize,
+        fmt: WeightFormat,
+    ) -> Result<Self> {
+        Ok(Dense {
+            w: Linear::new(b, src, &format!("{p}.weight"), rows, cols, fmt)?,
+            b: b.upload(p, &expect(src, &format!("{p}.bias"), &[rows])?.data)?,
+            rows,
+        })
+    }
+
+    /// `out[m][rows] = x[m][cols] W^T + bias`.
+    fn forward(&self, b: &B, x: &B::Buffer, out: &B::Buffer, m: usize) -> Result<()> {
+        self.w.forward(b, x, out, m)?;
+        b.add_bias(out, &self.b, m, self.rows)
+    }
+}
+
+/// LayerNorm weight and bias.
+struct Norm<B: Backend> {
+    w: B::Buffer,
+    b: B::Buffer,
+}
+
+impl<B: Backend> Norm<B> {
+    fn new(b: &B, src: &dyn WeightSource, p: &str, dim: usize) -> Result<Self> {
+        Ok(Norm {
+            w: b.upload(p, &expect(src, &format!("{p}.weight"), &[dim])?.data)?,
+            b: b.upload(p, &expect(src, &format!("{p}.bias"), &[dim])?.data)?,
+        })
+    }
+}
+
+/// One encoder layer.
+struct Layer<B: Backend> {
+    query: Dense<B>,
+    key: Dense<B>,
+    value: Dense<B>,
+    attn_out: Dense<B>,
+    attn_norm: Norm<B>,
+    intermediate: Dense<B>,
+    output: Dense<B>,
+    out_norm: Norm<B>,
+}
+
+/// Preallocated activations for `max_tokens`.
+struct RunState<B: Backend> {
+    x: B::Buffer,
+    h: B::Buffer,
+    q: B::Buffer,
+    k: B::Buffer,
+    v: B::Buffer,
+    att: B::Buffer,
+    o: B::Buffer,
+    i1: B::Buffer,
+    i2: B::Buffer,
+}
+
+/// The encoder.
+pub struct Bert<B: Backend> {
+    cfg: BertConfig,
+    word: B::Buffer,
+    pos: B::Buffer,
+    type0: B::Buffer,
+    emb_norm: Norm<B>,
+    layers: Vec<Layer<B>>,
+    s: RunState<B>,
+    max_tokens: usize,
+}
+
+impl<B: Backend> Bert<B> {
+    /// Loads every weight (shape-checked) and allocates the run state for `max_tokens`.
+    pub fn load(
+        b: &B,
+        cfg: BertConfig,
+        src: &dyn WeightSource,
+        fmt: WeightFormat,
+        max_tokens: usize,
+    ) -> Result<Self> {
+        let prefix = if src.get("embeddings.LayerNorm.weight")?.is_none()
+            && src.get("bert.embeddings.LayerNorm.weight")?.is_some()
+        {
+            "bert."
+        } else {
+            ""
+        };
+        let src = &Prefixed { src, prefix };
+        if max_tokens == 0 || max_tokens > cfg.max_position_embeddings {
+            return Err(EngineError::Shape {
+                op: "bert load",
+                detail: format!(
+                    "max_tokens {max_tokens} must be in 1..={}",
+                    cfg.max_position_embeddings
+                ),
+            });
+        }
+        let (h, f) = (cfg.hidden_size, cfg.intermediate_size);
+        let up = |name: &str, shape: &[usize]| -> Result<B::Buffer> {
+            b.upload(name, &expect(src, name, shape)?.data)
+        };
+        let word = up("embeddings.word_embeddings.weight", &[cfg.vocab_size, h])?;
+        let pos = up(
+            "embeddings.position_embeddings.weight",
+            &[cfg.max_position_embeddings, h],
+        )?;
+        let types = expect(
+            src,
+            "embeddings.token_type_embeddings.weight",
+            &[cfg.type_vocab_size, h],
+        )?;
+        let type0 = b.upload("type0", &types.data[..h])?;
+        let emb_norm = Norm::new(b, src, "embeddings.LayerNorm", h)?;
+        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+        for i in 0..cfg.num_hidden_layers {
+            let p = format!("encoder.layer.{i}");
+            layers.push(Layer {
+                query: Dense::new(b, src, &format!("{p}.attention.self.query"), h, h, fmt)?,
+                key: Dense::new(b, src, &format!("{p}.attention.self.key"), h, h, fmt)?,
+                value: Dense::new(b, src, &format!("{p}.attention.self.value"), h, h, fmt)?,
+                attn_out: Dense::new(b, src, &format!("{p}.attention.output.dense"), h, h, fmt)?,
+                attn_norm: Norm::new(b, src, &format!("{p}.attention.output.LayerNorm"), h)?,
+                intermediate: Dense::new(b, src, &format!("{p}.intermediate.dense"), f, h, fmt)?,
+                output: Dense::new(b, src, &format!("{p}.output.dense"), h, f, fmt)?,
+                out_norm: Norm::new(b, src, &format!("{p}.output.LayerNorm"), h)?,
+            });
+        }
+        let t = max_tokens;
+        let s = RunState {
+            x: b.alloc("x", t * h)?,
+            h: b.alloc("h", t * h)?,
+            q: b.alloc("q", t * h)?,
+            k: b.alloc("k", t * h)?,
+            v: b.alloc("v", t * h)?,
+            att: b.alloc("att", t * h)?,
+            o: b.alloc("o", t * h)?,
+            i1: b.alloc("i1", t * f)?,
+            i2: b.alloc("i2", t * f)?,
+        };
+        Ok(Bert {
+            cfg,
+            word,
+            pos,
+            type0,
+            emb_norm,
+            layers,
+            s,
+            max_tokens,
+        })
+    }
+
+    /// Longest input in tokens.
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// Embedding width.
+    pub fn dim(&self) -> usize {
+        self.cfg.hidden_size
+    }
+
+    /// The last hidden states `[ids.len(), hidden]` of one sequence (specials included).
+    pub async fn hidden(&self, b: &B, ids: &[u32]) -> Result<Vec<f32>> {
+        let (t, h) = (ids.len(), self.cfg.hidden_size);
+        if t == 0 || t > self.max_tokens {
+            return Err(EngineError::Shape {
+                op: "bert",
+                detail: format!("{t} tokens; the encoder takes 1..={}", self.max_tokens),
+            });
+        }
+        if let Some(bad) = ids.iter().find(|&&i| i as usize >= self.cfg.vocab_size) {
+            return Err(EngineError::Shape {
+                op: "bert",
+                detail: format!(
+                    "token id {bad} is outside the vocabulary of {}",
+                    self.cfg.vocab_size
+                ),
+            });
+        }
+        let s = &self.s;
+        let eps = self.cfg.layer_norm_eps as f32;
+        // 1. x = word[ids] + pos[0..t] + type[0]                 [t, h]
+        for (i, &id) in ids.iter().enumerate() {
+            b.copy(&self.word, id as usize * h, &s.x, i * h, h)?;
+        }
+        b.copy(&self.pos, 0, &s.o, 0, t * h)?;
+        b.add_assign(&s.x, &s.o, t * h)?;
+        b.add_bias(&s.x, &self.type0, t, h)?;
+        // 2. h = LayerNorm(x)
+        b.layer_norm(
+            &s.x,
+            &self.emb_norm.w,
+            &self.emb_norm.b,
+            &s.h,
+            t,
+            h,
+            eps,
+        )?;
+        let (nh, hd) = (self.cfg.num_attention_heads, self.cfg.head_dim());
+        for l in &self.layers {
+            // 3. q, k, v = h W^T + b                              [t, h]
+            l.query.forward(b, &s.h, &s.q, t)?;
+            l.key.forward(b, &s.h, &s.k, t)?;
+            l.value.forward(b, &s.h, &s.v, t)?;
+            // 4. bidirectional attention over the t tokens        [t, nh*hd]
+            let shape = AttnShape {
+                tokens: t,
+                heads: nh,
+                kv_heads: nh,
+                head_dim: hd,
+                pos0: 0,
+                ctx: t,
+                scale: 1.0 / (hd as f32).sqrt(),
+                causal: false,
+            };
+            b.attention(&s.q, &s.k, &s.v, &s.att, shape)?;
+            // 5. x = LayerNorm(h + att Wo^T + bo)
+            l.attn_out.forward(b, &s.att, &s.o, t)?;
+            b.add_assign(&s.o, &s.h, t * h)?;
+            b.layer_norm(&s.o, &l.attn_norm.w, &l.attn_norm.b, &s.x, t, h, eps)?;
+            // 6. h = LayerNorm(x + gelu(x W1^T + b1) W2^T + b2)
+            l.intermediate.forward(b, &s.x, &s.i1, t)?;
+            b.gelu(&s.i1, &s.i2, t * self.cfg.intermediate_size)?;
+            l.output.forward(b, &s.i2, &s.o, t)?;
+            b.add_assign(&s.o, &s.x, t * h)?;
+            b.layer_norm(&s.o, &l.out_norm.w, &l.out_norm.b, &s.h, t, h, eps)?;
+        }
+        b.read(&s.h, 0, t * h).await
+    }
+
+    /// The sentence embedding: mean of the last hidden states, L2-normalized.
+    pub async fn embed(&self, b: &B, ids: &[u32]) -> Result<Vec<f32>> {
+        let h = self.cfg.hidden_size;
+        let states = self.hidden(b, ids).await?;
+        Ok(mean_pool_normalize(&states, h))
+    }
+}
+
+/// Mean over rows of `states[t][h]`, then L2 normalization (a zero vector stays zero).
+pub fn mean_pool_normalize(states: &[f32], h: usize) -> Vec<f32> {
+    let t = states.len() / h.max(1);
+    let mut v = vec![0f64; h];
+    for row in states.chunks(h) {
+        for (a, &x) in v.iter_mut().zip(row) {
+            *a += x as f64;
+        }
+    }
+    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt() / t.max(1) as f64;
+    v.iter()
+        .map(|x| {
+            if norm > 0.0 {
+                (x / t as f64 / norm) as f32
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
