@@ -36,6 +36,7 @@ pub mod chunk;
 pub mod corpus;
 pub mod dense;
 pub mod error;
+pub mod eval;
 pub mod fusion;
 pub mod graph;
 
@@ -48,6 +49,7 @@ pub use chunk::{chunk_segments, Chunk, ChunkConfig, Position};
 pub use corpus::{ingest, CorpusFormat, IngestOptions, Segment};
 pub use dense::{recall_at_k, DenseConfig, DenseIndex, RecallReport};
 pub use error::{Result, RetrievalError};
+pub use eval::{evaluate, parse_questions, EvalReport, Metrics, Question};
 pub use fusion::{Fused, FusionConfig, SourceRank};
 pub use graph::{parse_aliases, AliasEntry, Entity, EntityGraph, EntitySource, GraphConfig};
 
