@@ -71,6 +71,9 @@ pub enum EngineError {
         /// The OS error.
         detail: String,
     },
+    /// Story retrieval failed: bad corpus input, an inconsistent index or blob, a bad query.
+    #[error("retrieval: {0}")]
+    Retrieval(#[from] crate::retrieval::RetrievalError),
     /// Quantization input was not representable (NaN/Inf, bad dimensions).
     #[error("quantize '{tensor}': {detail}")]
     Quantize {

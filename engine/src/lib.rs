@@ -17,6 +17,7 @@ pub mod kernels;
 pub mod loader;
 pub mod models;
 pub mod quant;
+pub mod retrieval;
 pub mod rng;
 pub mod tokenizer;
 pub mod tolerance;

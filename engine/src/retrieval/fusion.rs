@@ -1,0 +1,342 @@
+//! Weighted reciprocal-rank fusion of the dense, sparse and graph rankings, and neighbor
+//! expansion.
+//!
+//! **Fusion.** A document at 0-based rank `r` in a source with weight `w` earns
+//! `w / (rrf_k + r + 1)`; its `fusion_score` is the sum over the sources that returned it (ASA's
+//! `Σ w/(60+rank+1)`, dense 1.0, sparse 0.8, graph 0.35). Each fused hit keeps every source's
+//! rank and raw score, `None` where that source did not return it. Ties go to the lower document
+//! (chunk id), so the order is deterministic.
+//!
+//! **Neighbors.** After the top `k` are chosen, each of the best [`FusionConfig::expand_top`]
+//! brings the chunks up to [`FusionConfig::neighbors`] positions before and after it in the
+//! same chapter that are not already among the `k`. A neighbor `δ` positions away scores
+//! `parent_score · neighbor_decay^δ` (0.5 and 0.25 by default), or its own fusion score if that
+//! is higher; reached from two parents, it keeps the higher score. Neighbors are marked, keep
+//! whatever source ranks they had, and are merged into the list by score, so a result holds up to
+//! `k + 2 · neighbors · expand_top` hits.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Fusion weights and neighbor expansion.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FusionConfig {
+    /// The RRF constant `k`.
+    pub rrf_k: f32,
+    /// Weight of the dense ranking.
+    pub dense: f32,
+    /// Weight of the BM25 ranking.
+    pub sparse: f32,
+    /// Weight of the entity-graph ranking.
+    pub graph: f32,
+    /// How deep each source's ranking is read (at least the requested `k`).
+    pub candidates: usize,
+    /// Neighbor window: chunks this many positions either side of a top hit.
+    pub neighbors: usize,
+    /// How many of the top hits bring their neighbors.
+    pub expand_top: usize,
+    /// A neighbor `δ` positions away scores `parent · neighbor_decay^δ`.
+    pub neighbor_decay: f32,
+}
+
+impl Default for FusionConfig {
+    fn default() -> Self {
+        FusionConfig {
+            rrf_k: 60.0,
+            dense: 1.0,
+            sparse: 0.8,
+            graph: 0.35,
+            candidates: 50,
+            neighbors: 2,
+            expand_top: 3,
+            neighbor_decay: 0.5,
+        }
+    }
+}
+
+/// One source's rank (0-based) and raw score for a document.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SourceRank {
+    /// 0-based rank in that source.
+    pub rank: u32,
+    /// The source's own score (cosine, BM25, PageRank mass).
+    pub score: f32,
+}
+
+/// A fused hit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fused {
+    /// Document (chunk) index.
+    pub doc: u32,
+    /// Weighted RRF score (or the discounted score of a neighbor).
+    pub fusion_score: f32,
+    /// Dense rank and score.
+    pub dense: Option<SourceRank>,
+    /// BM25 rank and score.
+    pub sparse: Option<SourceRank>,
+    /// Graph rank and score.
+    pub graph: Option<SourceRank>,
+    /// For a neighbor, the top hit that brought it.
+    pub neighbor_of: Option<u32>,
+}
+
+/// Selects one source's slot in a [`Fused`].
+type Slot = fn(&mut Fused) -> &mut Option<SourceRank>;
+
+/// Fuses three rankings (each best first, as (document, score)) into one, best first.
+pub fn fuse(
+    dense: &[(u32, f32)],
+    sparse: &[(u32, f32)],
+    graph: &[(u32, f32)],
+    config: &FusionConfig,
+) -> Vec<Fused> {
+    let mut by_doc: HashMap<u32, Fused> = HashMap::new();
+    let mut add = |ranking: &[(u32, f32)], weight: f32, slot: Slot| {
+        for (rank, &(doc, score)) in ranking.iter().enumerate() {
+            let hit = by_doc.entry(doc).or_insert_with(|| Fused {
+                doc,
+                fusion_score: 0.0,
+                dense: None,
+                sparse: None,
+                graph: None,
+                neighbor_of: None,
+            });
+            // A document listed twice by one source counts at its best rank.
+            if slot(hit).is_none() {
+                *slot(hit) = Some(SourceRank {
+                    rank: rank as u32,
+                    score,
+                });
+                hit.fusion_score += weight / (config.rrf_k + rank as f32 + 1.0);
+            }
+        }
+    };
+    add(dense, config.dense, |f| &mut f.dense);
+    add(sparse, config.sparse, |f| &mut f.sparse);
+    add(graph, config.graph, |f| &mut f.graph);
+    let mut fused: Vec<Fused> = by_doc.into_values().collect();
+    sort_fused(&mut fused);
+    fused
+}
+
+fn sort_fused(hits: &mut [Fused]) {
+    hits.sort_by(|a, b| {
+        b.fusion_score
+            .total_cmp(&a.fusion_score)
+            .then(a.doc.cmp(&b.doc))
+    });
+}
+
+/// Keeps the top `k` of `fused` (best first) and adds their neighbors (module docs).
+/// `neighbor(doc, offset)` is the chunk `offset` positions from `doc` in its chapter, if any.
+pub fn select(
+    fused: Vec<Fused>,
+    k: usize,
+    config: &FusionConfig,
+    neighbor: impl Fn(u32, isize) -> Option<u32>,
+) -> Vec<Fused> {
+    let mut rest: HashMap<u32, Fused> = HashMap::new();
+    let mut top: Vec<Fused> = Vec::with_capacity(k);
+    for f in fused {
+        if top.len() < k {
+            top.push(f);
+        } else {
+            rest.insert(f.doc, f);
+        }
+    }
+    let mut added: HashMap<u32, Fused> = HashMap::new();
+    for parent in top.iter().take(config.expand_top) {
+        for side in [-1isize, 1] {
+            let mut doc = parent.doc;
+            let mut weight = parent.fusion_score;
+            for _ in 0..config.neighbors {
+                let Some(next) = neighbor(doc, side) else {
+                    break;
+                };
+                doc = next;
+                weight *= config.neighbor_decay;
+                if top.iter().any(|t| t.doc == doc) {
+                    continue;
+                }
+                let own = rest.get(&doc);
+                let score = own.map_or(weight, |o| o.fusion_score.max(weight));
+                let better = added.get(&doc).is_none_or(|a| score > a.fusion_score);
+                if better {
+                    let mut hit = own.cloned().unwrap_or(Fused {
+                        doc,
+                        fusion_score: 0.0,
+                        dense: None,
+                        sparse: None,
+                        graph: None,
+                        neighbor_of: None,
+                    });
+                    hit.fusion_score = score;
+                    hit.neighbor_of = Some(parent.doc);
+                    added.insert(doc, hit);
+                }
+            }
+        }
+    }
+    top.extend(added.into_values());
+    sort_fused(&mut top);
+    top
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Pcg32;
+
+    #[test]
+    fn weighted_rrf_matches_the_formula() {
+        let config = FusionConfig::default();
+        let dense = [(7, 0.9), (3, 0.8), (5, 0.1)];
+        let sparse = [(3, 12.0), (9, 4.0)];
+        let graph = [(5, 0.2)];
+        let fused = fuse(&dense, &sparse, &graph, &config);
+        let rrf = |w: f32, r: u32| w / (60.0 + r as f32 + 1.0);
+        let want = [
+            (3, rrf(1.0, 1) + rrf(0.8, 0)),
+            (5, rrf(1.0, 2) + rrf(0.35, 0)),
+            (7, rrf(1.0, 0)),
+            (9, rrf(0.8, 1)),
+        ];
+        let got: Vec<(u32, f32)> = fused.iter().map(|f| (f.doc, f.fusion_score)).collect();
+        assert_eq!(got.len(), want.len());
+        for ((gd, gs), (wd, ws)) in got.iter().zip(want) {
+            assert_eq!(*gd, wd);
+            assert!((gs - ws).abs() < 1e-7);
+        }
+        assert_eq!(
+            fused[0].dense,
+            Some(SourceRank {
+                rank: 1,
+                score: 0.8
+            })
+        );
+        assert_eq!(
+            fused[0].sparse,
+            Some(SourceRank {
+                rank: 0,
+                score: 12.0
+            })
+        );
+        assert_eq!(fused[0].graph, None);
+    }
+
+    /// The same fusion written as a loop over every document: scores and order agree.
+    #[test]
+    fn fusion_matches_a_brute_force_reference() {
+        let mut rng = Pcg32::new(9);
+        let config = FusionConfig {
+            graph: 0.5,
+            ..FusionConfig::default()
+        };
+        for _ in 0..20 {
+            let ranking = |rng: &mut Pcg32| {
+                let mut docs: Vec<u32> = (0..40).collect();
+                for i in (1..docs.len()).rev() {
+                    docs.swap(i, rng.range(0, i));
+                }
+                docs.truncate(rng.range(0, 30));
+                docs.into_iter()
+                    .map(|d| (d, 1.0))
+                    .collect::<Vec<(u32, f32)>>()
+            };
+            let lists = [ranking(&mut rng), ranking(&mut rng), ranking(&mut rng)];
+            let weights = [config.dense, config.sparse, config.graph];
+            let fused = fuse(&lists[0], &lists[1], &lists[2], &config);
+            let mut want: Vec<(u32, f32)> = (0..40)
+                .filter_map(|d| {
+                    let mut s = 0.0;
+                    let mut any = false;
+                    for (list, w) in lists.iter().zip(weights) {
+                        if let Some(r) = list.iter().position(|x| x.0 == d) {
+                            s += w / (60.0 + r as f32 + 1.0);
+                            any = true;
+                        }
+                    }
+                    any.then_some((d, s))
+                })
+                .collect();
+            want.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let got: Vec<(u32, f32)> = fused.iter().map(|f| (f.doc, f.fusion_score)).collect();
+            assert_eq!(got.len(), want.len());
+            // Sums are taken in the same order, so scores are bit-equal and ties fall alike.
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn ties_break_by_document() {
+        let config = FusionConfig::default();
+        let fused = fuse(&[(4, 1.0)], &[], &[], &config);
+        let fused2 = fuse(&[(2, 1.0)], &[], &[], &config);
+        assert_eq!(fused[0].fusion_score, fused2[0].fusion_score);
+        // Two documents at rank 0 of sources with equal weights tie: lower id first.
+        let equal = FusionConfig {
+            sparse: 1.0,
+            ..FusionConfig::default()
+        };
+        let fused = fuse(&[(8, 0.5)], &[(3, 9.0)], &[], &equal);
+        assert_eq!(fused.iter().map(|f| f.doc).collect::<Vec<_>>(), [3, 8]);
+    }
+
+    #[test]
+    fn neighbors_are_added_discounted_and_marked() {
+        // Ten chunks in one chapter: doc i's neighbors are i-1 and i+1.
+        let neighbor = |doc: u32, off: isize| {
+            let n = doc as isize + off;
+            (0..10).contains(&n).then_some(n as u32)
+        };
+        let config = FusionConfig {
+            expand_top: 1,
+            ..FusionConfig::default()
+        };
+        let fused = fuse(&[(5, 0.9), (0, 0.8), (8, 0.7)], &[(7, 3.0)], &[], &config);
+        let top_score = fused[0].fusion_score;
+        let out = select(fused, 2, &config, neighbor);
+        let got: Vec<(u32, bool)> = out
+            .iter()
+            .map(|f| (f.doc, f.neighbor_of.is_some()))
+            .collect();
+        // Top 2: 5 and 0 (8 and 7 fused below them). Neighbors of 5: 4 and 6 (×0.5), 3 (×0.25)
+        // and 7, whose own fusion score beats 0.25 × 5's.
+        assert_eq!(
+            got,
+            [
+                (5, false),
+                (0, false),
+                (7, true),
+                (4, true),
+                (6, true),
+                (3, true)
+            ]
+        );
+        assert!((out[2].fusion_score - 0.8 / 61.0).abs() < 1e-9);
+        assert!((out[3].fusion_score - top_score * 0.5).abs() < 1e-9);
+        assert!((out[5].fusion_score - top_score * 0.25).abs() < 1e-9);
+        // Doc 7 keeps its sparse rank as a neighbor.
+        assert_eq!(
+            out[2].sparse,
+            Some(SourceRank {
+                rank: 0,
+                score: 3.0
+            })
+        );
+        assert_eq!(out[2].neighbor_of, Some(5));
+        // A neighbor already among the top hits is not duplicated.
+        let fused = fuse(&[(5, 0.9), (4, 0.8)], &[], &[], &config);
+        let out = select(fused, 2, &config, neighbor);
+        let docs: Vec<u32> = out.iter().map(|f| f.doc).collect();
+        assert_eq!(docs, [5, 4, 6, 3, 7]);
+        let none = FusionConfig {
+            neighbors: 0,
+            ..FusionConfig::default()
+        };
+        let fused = fuse(&[(5, 0.9), (4, 0.8)], &[], &[], &none);
+        assert_eq!(select(fused, 1, &none, neighbor).len(), 1);
+    }
+}
