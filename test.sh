@@ -5,9 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 bash scripts/setup.sh
-# Real weights the tests run on (SmolLM2-135M-Instruct Q4_1 GGUF, 98 MB), cached outside the
-# checkout so later runs reuse them.
-python3 scripts/fetch-assets.py smollm2
+# Real weights and texts the tests run on (SmolLM2-135M-Instruct Q4_1 GGUF, 98 MB;
+# all-MiniLM-L6-v2, 91 MB; Alice in Wonderland), cached outside the checkout so later runs reuse
+# them.
+python3 scripts/fetch-assets.py smollm2 minilm alice
 
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/xdg-runtime-$(id -u)}"
 mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"

@@ -47,7 +47,7 @@ pub struct Manifest {
     pub model: Option<ModelManifest>,
     /// The retrieval-index part, written by `index-builder index`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub index: Option<serde_json::Value>,
+    pub index: Option<IndexManifest>,
     /// Every shard of every part.
     pub shards: Vec<ShardEntry>,
     /// Sum of the shard sizes.
@@ -257,6 +257,48 @@ pub struct ModelManifest {
     pub lora: Option<LoraSummary>,
 }
 
+/// One corpus file an index was built from.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CorpusFile {
+    /// File name as given.
+    pub name: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Lowercase hex sha256.
+    pub sha256: String,
+}
+
+/// The query embedder stored with an index: its conventions, config, tokenizer and weights.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EmbedderEntry {
+    /// Prefixes, token limit, width.
+    pub spec: crate::embed::EmbedderSpec,
+    /// The encoder's Hugging Face config.
+    pub config: serde_json::Value,
+    /// Shard holding `tokenizer.json`.
+    pub tokenizer: String,
+    /// Weights by HF name.
+    pub tensors: BTreeMap<String, TensorEntry>,
+    /// Where it came from.
+    pub source: String,
+}
+
+/// The retrieval-index part.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IndexManifest {
+    /// Shard holding the [`crate::retrieval::StoryIndex`] blob.
+    pub blob: String,
+    /// Chunks in the index.
+    pub chunks: usize,
+    /// Whether the index has dense vectors.
+    pub dense: bool,
+    /// The embedder for queries (same model that embedded the chunks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<EmbedderEntry>,
+    /// The corpus.
+    pub corpus: Vec<CorpusFile>,
+}
+
 fn fmt_err(file: &str, detail: String) -> EngineError {
     EngineError::Format {
         file: file.into(),
@@ -342,16 +384,32 @@ impl Manifest {
                 ));
             }
         }
+        let listed = |f: &str, what: &str| {
+            if self.shard(f).is_none() {
+                return Err(fmt_err(source, format!("{what} shard '{f}' is not listed")));
+            }
+            Ok(())
+        };
+        if let Some(ix) = &self.index {
+            listed(&ix.blob, "index")?;
+            if let Some(e) = &ix.embedder {
+                listed(&e.tokenizer, "embedder tokenizer")?;
+                self.validate_tensors(source, &e.tensors)?;
+            }
+        }
         let Some(m) = &self.model else {
             return Ok(());
         };
-        if self.shard(&m.tokenizer.shard).is_none() {
-            return Err(fmt_err(
-                source,
-                format!("tokenizer shard '{}' is not listed", m.tokenizer.shard),
-            ));
-        }
-        for (name, t) in &m.tensors {
+        listed(&m.tokenizer.shard, "tokenizer")?;
+        self.validate_tensors(source, &m.tensors)
+    }
+
+    fn validate_tensors(
+        &self,
+        source: &str,
+        tensors: &BTreeMap<String, TensorEntry>,
+    ) -> Result<()> {
+        for (name, t) in tensors {
             let bad = |d: String| fmt_err(source, format!("tensor '{name}': {d}"));
             let (rows, cols) = t.matrix_dims();
             if rows == 0 || cols == 0 {
@@ -422,76 +480,74 @@ pub fn verify_shard(entry: &ShardEntry, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// A bundle's model part with every shard loaded and verified: a [`WeightSource`] by HF name.
-pub struct ModelBundle {
-    /// Where it came from (errors).
-    pub source: String,
-    /// The manifest.
-    pub manifest: Manifest,
-    model: ModelManifest,
+/// Verifies and collects the shards of one part from `files` (by file name).
+fn take_part(
+    source: &str,
+    manifest: &Manifest,
+    part: BundlePart,
+    files: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<BTreeMap<String, Vec<u8>>> {
+    let mut shards = BTreeMap::new();
+    for e in manifest.shards_of(part) {
+        let bytes = files.remove(&e.file).ok_or_else(|| EngineError::Io {
+            path: format!("{source}/{}", e.file),
+            detail: "shard is missing".into(),
+        })?;
+        verify_shard(e, &bytes)?;
+        shards.insert(e.file.clone(), bytes);
+    }
+    Ok(shards)
+}
+
+/// Reads `manifest.json` and the shards of `part` from a bundle folder.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn read_dir_part(
+    dir: &std::path::Path,
+    part: BundlePart,
+) -> Result<(Manifest, BTreeMap<String, Vec<u8>>)> {
+    let read = |p: &std::path::Path| {
+        std::fs::read(p).map_err(|e| EngineError::Io {
+            path: p.display().to_string(),
+            detail: e.to_string(),
+        })
+    };
+    let mpath = dir.join(MANIFEST_FILE);
+    let manifest = Manifest::parse(&mpath.display().to_string(), &read(&mpath)?)?;
+    let mut files = BTreeMap::new();
+    for e in manifest.shards_of(part) {
+        files.insert(e.file.clone(), read(&dir.join(&e.file))?);
+    }
+    Ok((manifest, files))
+}
+
+/// Tensors in verified shards, by Hugging Face name: a [`WeightSource`].
+pub struct ShardedTensors {
+    source: String,
+    tensors: BTreeMap<String, TensorEntry>,
     shards: BTreeMap<String, Vec<u8>>,
 }
 
-impl ModelBundle {
-    /// From the manifest and the model shards' bytes (by file name); verifies each shard.
-    pub fn new(
+impl ShardedTensors {
+    /// Over shards already checked by [`verify_shard`] and a manifest checked by
+    /// [`Manifest::validate`].
+    fn new(
         source: &str,
-        manifest: Manifest,
-        mut files: BTreeMap<String, Vec<u8>>,
-    ) -> Result<ModelBundle> {
-        let model = manifest.model.clone().ok_or_else(|| {
-            fmt_err(
-                source,
-                "the bundle has no model (run `index-builder model … --out` on it)".into(),
-            )
-        })?;
-        let mut shards = BTreeMap::new();
-        for e in manifest.shards_of(BundlePart::Model) {
-            let bytes = files.remove(&e.file).ok_or_else(|| EngineError::Io {
-                path: format!("{source}/{}", e.file),
-                detail: "shard is missing".into(),
-            })?;
-            verify_shard(e, &bytes)?;
-            shards.insert(e.file.clone(), bytes);
-        }
-        Ok(ModelBundle {
+        tensors: BTreeMap<String, TensorEntry>,
+        shards: BTreeMap<String, Vec<u8>>,
+    ) -> Self {
+        ShardedTensors {
             source: source.into(),
-            manifest,
-            model,
+            tensors,
             shards,
-        })
-    }
-
-    /// Reads `manifest.json` and every model shard from a folder.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn open_dir(dir: &std::path::Path) -> Result<ModelBundle> {
-        let read = |p: &std::path::Path| {
-            std::fs::read(p).map_err(|e| EngineError::Io {
-                path: p.display().to_string(),
-                detail: e.to_string(),
-            })
-        };
-        let mpath = dir.join(MANIFEST_FILE);
-        let manifest = Manifest::parse(&mpath.display().to_string(), &read(&mpath)?)?;
-        let mut files = BTreeMap::new();
-        for e in manifest.shards_of(BundlePart::Model) {
-            files.insert(e.file.clone(), read(&dir.join(&e.file))?);
         }
-        Self::new(&dir.display().to_string(), manifest, files)
     }
 
-    /// The model part.
-    pub fn model(&self) -> &ModelManifest {
-        &self.model
-    }
-
-    /// `tokenizer.json` bytes.
-    pub fn tokenizer_json(&self) -> Result<&[u8]> {
-        let f = &self.model().tokenizer.shard;
+    /// A whole shard (the tokenizer).
+    fn file(&self, name: &str) -> Result<&[u8]> {
         self.shards
-            .get(f)
+            .get(name)
             .map(Vec::as_slice)
-            .ok_or_else(|| fmt_err(&self.source, format!("tokenizer shard '{f}' is missing")))
+            .ok_or_else(|| fmt_err(&self.source, format!("shard '{name}' is missing")))
     }
 
     fn part_bytes(&self, p: &TensorPart) -> &[u8] {
@@ -504,11 +560,11 @@ impl ModelBundle {
 
     /// The tensor entry called `name`.
     pub fn tensor(&self, name: &str) -> Option<&TensorEntry> {
-        self.model().tensors.get(name)
+        self.tensors.get(name)
     }
 }
 
-impl WeightSource for ModelBundle {
+impl WeightSource for ShardedTensors {
     fn describe(&self) -> String {
         self.source.clone()
     }
@@ -558,6 +614,147 @@ impl WeightSource for ModelBundle {
             })
             .collect::<Result<Vec<_>>>()
             .map(Some)
+    }
+}
+
+/// A bundle's model part with every shard loaded and verified: a [`WeightSource`] by HF name.
+pub struct ModelBundle {
+    /// Where it came from (errors).
+    pub source: String,
+    /// The manifest.
+    pub manifest: Manifest,
+    model: ModelManifest,
+    weights: ShardedTensors,
+}
+
+impl ModelBundle {
+    /// From the manifest and the model shards' bytes (by file name); verifies each shard.
+    pub fn new(
+        source: &str,
+        manifest: Manifest,
+        mut files: BTreeMap<String, Vec<u8>>,
+    ) -> Result<ModelBundle> {
+        let model = manifest.model.clone().ok_or_else(|| {
+            fmt_err(
+                source,
+                "the bundle has no model (run `index-builder model … --out` on it)".into(),
+            )
+        })?;
+        let shards = take_part(source, &manifest, BundlePart::Model, &mut files)?;
+        Ok(ModelBundle {
+            source: source.into(),
+            weights: ShardedTensors::new(source, model.tensors.clone(), shards),
+            manifest,
+            model,
+        })
+    }
+
+    /// Reads `manifest.json` and every model shard from a folder.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open_dir(dir: &std::path::Path) -> Result<ModelBundle> {
+        let (manifest, files) = read_dir_part(dir, BundlePart::Model)?;
+        Self::new(&dir.display().to_string(), manifest, files)
+    }
+
+    /// The model part.
+    pub fn model(&self) -> &ModelManifest {
+        &self.model
+    }
+
+    /// `tokenizer.json` bytes.
+    pub fn tokenizer_json(&self) -> Result<&[u8]> {
+        self.weights.file(&self.model.tokenizer.shard)
+    }
+
+    /// The tensor entry called `name`.
+    pub fn tensor(&self, name: &str) -> Option<&TensorEntry> {
+        self.weights.tensor(name)
+    }
+}
+
+impl WeightSource for ModelBundle {
+    fn describe(&self) -> String {
+        self.source.clone()
+    }
+
+    fn get(&self, name: &str) -> Result<Option<HostTensor>> {
+        self.weights.get(name)
+    }
+
+    fn q4_parts(&self, name: &str) -> Result<Option<Vec<(usize, Q4Matrix)>>> {
+        self.weights.q4_parts(name)
+    }
+}
+
+/// A bundle's index part, verified and parsed: the story index and its query embedder.
+pub struct IndexBundle {
+    /// Where it came from (errors).
+    pub source: String,
+    /// The manifest.
+    pub manifest: Manifest,
+    /// The index part.
+    pub part: IndexManifest,
+    /// The parsed index.
+    pub story: crate::retrieval::StoryIndex,
+    embedder: Option<ShardedTensors>,
+}
+
+impl IndexBundle {
+    /// From the manifest and the index shards' bytes (by file name); verifies each shard and
+    /// parses the index blob.
+    pub fn new(
+        source: &str,
+        manifest: Manifest,
+        mut files: BTreeMap<String, Vec<u8>>,
+    ) -> Result<IndexBundle> {
+        let part = manifest.index.clone().ok_or_else(|| {
+            fmt_err(
+                source,
+                "the bundle has no story index (run `index-builder index … --out` on it)".into(),
+            )
+        })?;
+        let mut shards = take_part(source, &manifest, BundlePart::Index, &mut files)?;
+        let blob = shards
+            .remove(&part.blob)
+            .ok_or_else(|| fmt_err(source, format!("index shard '{}' is missing", part.blob)))?;
+        let story = crate::retrieval::StoryIndex::from_bytes(&blob)
+            .map_err(|e| fmt_err(&format!("{source}/{}", part.blob), e.to_string()))?;
+        let embedder = part
+            .embedder
+            .as_ref()
+            .map(|e| ShardedTensors::new(source, e.tensors.clone(), shards));
+        Ok(IndexBundle {
+            source: source.into(),
+            manifest,
+            part,
+            story,
+            embedder,
+        })
+    }
+
+    /// Reads `manifest.json` and every index shard from a folder.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open_dir(dir: &std::path::Path) -> Result<IndexBundle> {
+        let (manifest, files) = read_dir_part(dir, BundlePart::Index)?;
+        Self::new(&dir.display().to_string(), manifest, files)
+    }
+
+    /// Loads the query embedder onto `b` (`None` for an index without dense vectors).
+    pub fn embedder<B: crate::Backend>(&self, b: &B) -> Result<Option<crate::embed::Embedder<B>>> {
+        let (Some(entry), Some(weights)) = (&self.part.embedder, &self.embedder) else {
+            return Ok(None);
+        };
+        let src = format!("{}/{MANIFEST_FILE}", self.source);
+        let cfg = crate::models::bert::BertConfig::from_json(&src, &entry.config.to_string())?;
+        crate::embed::Embedder::new(
+            b,
+            &format!("{}/{}", self.source, entry.tokenizer),
+            cfg,
+            weights.file(&entry.tokenizer)?,
+            weights,
+            entry.spec.clone(),
+        )
+        .map(Some)
     }
 }
 

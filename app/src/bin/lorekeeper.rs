@@ -5,8 +5,11 @@
 //! lorekeeper generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T]
 //!                     [--top-p P] [--seed S] [--backend gpu|cpu] [--json]
 //! lorekeeper bench    --model GGUF [--prompt-tokens 512] [--gen-tokens 128] [--llama-cpp PYTHON]
+//! lorekeeper perplexity --model PATH --text FILE [--tokens 4096] [--window 512]
+//! lorekeeper search   --bundle DIR --query TEXT [--k 10] [--json]
+//! lorekeeper eval-retrieval --bundle DIR --questions FILE.jsonl [--json]
 //! ```
-//! PATH is a GGUF file or a Hugging Face model folder (bundles: issue 4).
+//! PATH is a GGUF file, a Hugging Face model folder or a bundle folder.
 
 #[cfg(target_arch = "wasm32")]
 fn main() {}
@@ -29,10 +32,12 @@ mod native {
 
     use anyhow::{bail, Context, Result};
     use clap::{Parser, Subcommand, ValueEnum};
+    use lorekeeper_engine::bundle::IndexBundle;
     use lorekeeper_engine::generate::{generate, now_ms, GenerateOptions, SamplingParams};
     use lorekeeper_engine::loader;
     use lorekeeper_engine::models::llama::{Llama, LoadOptions};
     use lorekeeper_engine::models::WeightFormat;
+    use lorekeeper_engine::retrieval::{evaluate, parse_questions, Sources};
     use lorekeeper_engine::tokenizer::{Role, Tokenizer};
     use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements};
 
@@ -123,6 +128,39 @@ mod native {
             /// Also write the token ids as JSON (for the llama.cpp peer)
             #[arg(long)]
             dump_tokens: Option<PathBuf>,
+            /// Print JSON
+            #[arg(long)]
+            json: bool,
+        },
+        /// Search a bundle's story index: dense + BM25 + entity graph, fused
+        Search {
+            /// Bundle folder (with an index part)
+            #[arg(long)]
+            bundle: PathBuf,
+            /// The query
+            #[arg(long)]
+            query: String,
+            /// Hits to return
+            #[arg(long, default_value_t = 10)]
+            k: usize,
+            /// Where the query embedder runs
+            #[arg(long, value_enum, default_value = "cpu")]
+            backend: BackendArg,
+            /// Print JSON: [{id, chapter, text, fusion_score, dense_rank, sparse_rank, graph_rank}…]
+            #[arg(long)]
+            json: bool,
+        },
+        /// Retrieval quality on a question set: recall@1/5/10 and MRR, dense / BM25 / graph / fused
+        EvalRetrieval {
+            /// Bundle folder (with an index part)
+            #[arg(long)]
+            bundle: PathBuf,
+            /// JSONL of {question, gold:[passage substring…]} (questions without gold are skipped)
+            #[arg(long)]
+            questions: PathBuf,
+            /// Where the query embedder runs
+            #[arg(long, value_enum, default_value = "cpu")]
+            backend: BackendArg,
             /// Print JSON
             #[arg(long)]
             json: bool,
@@ -220,6 +258,27 @@ mod native {
                     json
                 ))
             }
+            Cmd::Search {
+                bundle,
+                query,
+                k,
+                backend,
+                json,
+            } => {
+                if query.trim().is_empty() {
+                    bail!("--query is empty");
+                }
+                if k == 0 || k > 100 {
+                    bail!("--k must be in 1..=100");
+                }
+                on_backend!(backend, |b| search_on(b, &bundle, &query, k, json))
+            }
+            Cmd::EvalRetrieval {
+                bundle,
+                questions,
+                backend,
+                json,
+            } => on_backend!(backend, |b| eval_retrieval_on(b, &bundle, &questions, json)),
             Cmd::Bench {
                 model,
                 prompt_tokens,
@@ -478,6 +537,176 @@ mod native {
                 "perplexity {:.4} (mean NLL {mean:.5}) over {count} tokens in windows of {window}, {:.1} s",
                 mean.exp(),
                 t0.elapsed().as_secs_f64()
+            );
+        }
+        Ok(())
+    }
+
+    fn open_index(bundle: &Path) -> Result<IndexBundle> {
+        IndexBundle::open_dir(bundle).with_context(|| format!("opening {}", bundle.display()))
+    }
+
+    fn search_on<B: Backend>(
+        b: &B,
+        bundle: &Path,
+        query: &str,
+        k: usize,
+        json: bool,
+    ) -> Result<()> {
+        let ix = open_index(bundle)?;
+        let emb = ix.embedder(b)?;
+        let t0 = std::time::Instant::now();
+        let qv = match &emb {
+            Some(e) => Some(pollster::block_on(e.embed_query(b, query))?),
+            None => None,
+        };
+        let t1 = std::time::Instant::now();
+        // Neighbor expansion may add chunks next to the top hits; they compete on their
+        // discounted fusion score and the best k are shown.
+        let mut hits = ix.story.search(query, qv.as_deref(), k, Sources::ALL)?;
+        hits.truncate(k);
+        let t2 = std::time::Instant::now();
+        if json {
+            let out: Vec<serde_json::Value> = hits
+                .iter()
+                .map(|h| {
+                    serde_json::json!({
+                        "id": h.id, "chapter": h.chapter, "text": h.text,
+                        "fusion_score": h.fusion_score, "dense_rank": h.dense_rank,
+                        "sparse_rank": h.sparse_rank, "graph_rank": h.graph_rank,
+                        "dense_score": h.dense_score, "sparse_score": h.sparse_score,
+                        "graph_score": h.graph_score, "neighbor": h.neighbor,
+                    })
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        } else {
+            for (i, h) in hits.iter().enumerate() {
+                let rank = |r: Option<u32>| r.map(|r| (r + 1).to_string()).unwrap_or("-".into());
+                println!(
+                    "{:>2}. [{}] {} fusion {:.4} (dense {}, bm25 {}, graph {}){}",
+                    i + 1,
+                    h.id,
+                    h.chapter,
+                    h.fusion_score,
+                    rank(h.dense_rank),
+                    rank(h.sparse_rank),
+                    rank(h.graph_rank),
+                    if h.neighbor { ", neighbor" } else { "" }
+                );
+                println!("    {}", h.text.replace('\n', " "));
+            }
+            eprintln!(
+                "[embed {:.1} ms, search {:.2} ms]",
+                (t1 - t0).as_secs_f64() * 1e3,
+                (t2 - t1).as_secs_f64() * 1e3
+            );
+        }
+        Ok(())
+    }
+
+    fn eval_retrieval_on<B: Backend>(
+        b: &B,
+        bundle: &Path,
+        questions: &Path,
+        json: bool,
+    ) -> Result<()> {
+        let mut ix = open_index(bundle)?;
+        let bytes =
+            std::fs::read(questions).with_context(|| format!("reading {}", questions.display()))?;
+        let all = parse_questions(&questions.display().to_string(), &bytes)?;
+        let qs: Vec<_> = all.into_iter().filter(|q| !q.gold.is_empty()).collect();
+        if qs.is_empty() {
+            bail!("{}: no question with gold passages", questions.display());
+        }
+        let emb = ix.embedder(b)?;
+        let mut embed_ms = Vec::new();
+        let vecs = match &emb {
+            Some(e) => {
+                let mut v = Vec::with_capacity(qs.len());
+                for q in &qs {
+                    let t = std::time::Instant::now();
+                    v.push(pollster::block_on(e.embed_query(b, &q.question))?);
+                    embed_ms.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                Some(v)
+            }
+            None => None,
+        };
+        let mut rows = Vec::new();
+        let dense_bm25 = Sources {
+            graph: false,
+            ..Sources::ALL
+        };
+        let configs: [(&str, Sources); 5] = [
+            ("dense", Sources::DENSE),
+            ("bm25", Sources::SPARSE),
+            ("graph", Sources::GRAPH),
+            ("dense + bm25", dense_bm25),
+            ("fused (dense + bm25 + graph)", Sources::ALL),
+        ];
+        for (name, src) in configs {
+            if src.dense && vecs.is_none() {
+                continue;
+            }
+            let r = evaluate(&ix.story, &qs, vecs.as_deref(), src)?;
+            rows.push((name.to_string(), r.metrics));
+        }
+        // The same fusion without neighbor expansion (neighbors take ranks in the lists above).
+        let cfg = ix.story.config().clone();
+        let mut no_nb = cfg.fusion.clone();
+        no_nb.neighbors = 0;
+        ix.story.set_search_config(no_nb, cfg.graph.clone());
+        let r = evaluate(&ix.story, &qs, vecs.as_deref(), Sources::ALL)?;
+        rows.push(("fused, no neighbor expansion".into(), r.metrics));
+        ix.story.set_search_config(cfg.fusion, cfg.graph);
+        // Search latency of the fused ranking (query already embedded).
+        let mut search_ms = Vec::new();
+        for (i, q) in qs.iter().enumerate() {
+            let v = vecs.as_ref().map(|v| v[i].as_slice());
+            let t = std::time::Instant::now();
+            ix.story.search(&q.question, v, 10, Sources::ALL)?;
+            search_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let pct = |v: &mut Vec<f64>, p: f64| -> f64 {
+            if v.is_empty() {
+                return f64::NAN;
+            }
+            v.sort_by(|a, b| a.total_cmp(b));
+            v[((v.len() - 1) as f64 * p).round() as usize]
+        };
+        let lat = serde_json::json!({
+            "embed_ms_p50": pct(&mut embed_ms, 0.5), "embed_ms_p99": pct(&mut embed_ms, 0.99),
+            "search_ms_p50": pct(&mut search_ms, 0.5), "search_ms_p99": pct(&mut search_ms, 0.99),
+        });
+        if json {
+            let out = serde_json::json!({
+                "questions": qs.len(),
+                "chunks": ix.part.chunks,
+                "results": rows.iter().map(|(n, m)| serde_json::json!({"sources": n, "recall_at_1": m.recall_at_1, "recall_at_5": m.recall_at_5, "recall_at_10": m.recall_at_10, "mrr": m.mrr})).collect::<Vec<_>>(),
+                "latency": lat,
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        } else {
+            println!(
+                "{} questions with gold passages, {} chunks\n",
+                qs.len(),
+                ix.part.chunks
+            );
+            println!("| sources | recall@1 | recall@5 | recall@10 | MRR |");
+            println!("|---|---|---|---|---|");
+            for (n, m) in &rows {
+                println!(
+                    "| {n} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                    m.recall_at_1, m.recall_at_5, m.recall_at_10, m.mrr
+                );
+            }
+            println!(
+                "\nquery embedding p50 {:.1} ms / p99 {:.1} ms; fused search p50 {:.2} ms / p99 {:.2} ms",
+                lat["embed_ms_p50"].as_f64().unwrap_or(f64::NAN),
+                lat["embed_ms_p99"].as_f64().unwrap_or(f64::NAN),
+                lat["search_ms_p50"].as_f64().unwrap_or(f64::NAN),
+                lat["search_ms_p99"].as_f64().unwrap_or(f64::NAN)
             );
         }
         Ok(())

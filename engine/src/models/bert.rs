@@ -68,7 +68,11 @@ impl BertConfig {
                 c.hidden_act
             ));
         }
-        if let Some(p) = c.position_embedding_type.as_deref().filter(|p| *p != "absolute") {
+        if let Some(p) = c
+            .position_embedding_type
+            .as_deref()
+            .filter(|p| *p != "absolute")
+        {
             return bad(format!("position_embedding_type '{p}' is not implemented"));
         }
         if c.num_attention_heads == 0
@@ -95,7 +99,10 @@ impl BertConfig {
     pub fn tensor_shapes(&self) -> Vec<(String, Vec<usize>)> {
         let (h, f) = (self.hidden_size, self.intermediate_size);
         let mut out = vec![
-            ("embeddings.word_embeddings.weight".to_string(), vec![self.vocab_size, h]),
+            (
+                "embeddings.word_embeddings.weight".to_string(),
+                vec![self.vocab_size, h],
+            ),
             (
                 "embeddings.position_embeddings.weight".into(),
                 vec![self.max_position_embeddings, h],
@@ -109,7 +116,11 @@ impl BertConfig {
         ];
         for i in 0..self.num_hidden_layers {
             let p = format!("encoder.layer.{i}");
-            for n in ["attention.self.query", "attention.self.key", "attention.self.value"] {
+            for n in [
+                "attention.self.query",
+                "attention.self.key",
+                "attention.self.value",
+            ] {
                 out.push((format!("{p}.{n}.weight"), vec![h, h]));
                 out.push((format!("{p}.{n}.bias"), vec![h]));
             }
@@ -348,15 +359,7 @@ impl<B: Backend> Bert<B> {
         b.add_assign(&s.x, &s.o, t * h)?;
         b.add_bias(&s.x, &self.type0, t, h)?;
         // 2. h = LayerNorm(x)
-        b.layer_norm(
-            &s.x,
-            &self.emb_norm.w,
-            &self.emb_norm.b,
-            &s.h,
-            t,
-            h,
-            eps,
-        )?;
+        b.layer_norm(&s.x, &self.emb_norm.w, &self.emb_norm.b, &s.h, t, h, eps)?;
         let (nh, hd) = (self.cfg.num_attention_heads, self.cfg.head_dim());
         for l in &self.layers {
             // 3. q, k, v = h W^T + b                              [t, h]

@@ -55,10 +55,10 @@ pub fn parse_questions(name: &str, bytes: &[u8]) -> Result<Vec<Question>> {
         if q.question.trim().is_empty() {
             return Err(err("field `question` is empty".into()));
         }
-        if q.gold.is_empty() || q.gold.iter().any(|g| squash(g).is_empty()) {
-            return Err(err(
-                "field `gold` needs at least one non-blank string".into()
-            ));
+        // An empty `gold` marks an unanswerable question (kept for answer evaluation; retrieval
+        // metrics skip it); a blank gold string is an error.
+        if q.gold.iter().any(|g| squash(g).is_empty()) {
+            return Err(err("field `gold` holds a blank string".into()));
         }
         out.push(q);
     }
@@ -205,6 +205,9 @@ pub fn evaluate(
     }
     let mut per_question = Vec::with_capacity(questions.len());
     for (i, q) in questions.iter().enumerate() {
+        if q.gold.is_empty() {
+            continue;
+        }
         let vec = query_vecs.map(|v| v[i].as_slice());
         let hits = index.search(&q.question, vec, EVAL_DEPTH, sources)?;
         let ids: Vec<u32> = hits.iter().map(|h| h.id).collect();
@@ -316,7 +319,7 @@ mod tests {
                 b"{\"question\": \"a\", \"gold\": [\"x\"]}\n{\"question\": \"b\"}\n",
                 "line 2",
             ),
-            (b"{\"question\": \"a\", \"gold\": []}\n", "line 1"),
+            (b"{\"question\": \"a\", \"gold\": [\" \"]}\n", "line 1"),
             (b"{\"question\": \" \", \"gold\": [\"x\"]}\n", "line 1"),
             (b"\n\n", "no questions"),
         ];

@@ -196,6 +196,15 @@ pub struct GraphConfig {
     pub detect_names: bool,
     /// Name occurrences a word needs to become an entity.
     pub min_name_count: u32,
+    /// Query entities linked to more than this share of the chunks are not used as seeds: like
+    /// stopwords, they do not tell chunks apart (Alice appears in most of her book's chunks,
+    /// and seeding from her ranks chunks by her prominence, not by the question).
+    #[serde(default = "default_max_entity_share")]
+    pub max_entity_share: f32,
+}
+
+fn default_max_entity_share() -> f32 {
+    0.15
 }
 
 impl Default for GraphConfig {
@@ -206,6 +215,7 @@ impl Default for GraphConfig {
             tolerance: 1e-6,
             detect_names: true,
             min_name_count: 3,
+            max_entity_share: default_max_entity_share(),
         }
     }
 }
@@ -587,9 +597,19 @@ impl EntityGraph {
     }
 
     /// Personalized PageRank from the entities `query` names: the `k` chunks with the most mass,
-    /// best first, ties to the lower chunk. Empty when the query names no entity.
+    /// best first, ties to the lower chunk. Empty when the query names no entity (entities in
+    /// more than `max_entity_share` of the chunks do not count).
     pub fn search(&self, query: &str, k: usize, config: &GraphConfig) -> Vec<(u32, f32)> {
-        let seeds = self.query_entities(query);
+        let limit = config.max_entity_share * self.chunk_count() as f32;
+        let seeds: Vec<(u32, u32)> = self
+            .query_entities(query)
+            .into_iter()
+            .filter(|&(e, _)| {
+                self.entity_chunks
+                    .get(e as usize)
+                    .is_some_and(|c| c.len() as f32 <= limit)
+            })
+            .collect();
         let scores = self.personalized_pagerank(&seeds, config);
         let n = self.chunk_count();
         let mut hits: Vec<(u32, f32)> = scores[..n]
@@ -878,9 +898,25 @@ mod tests {
             })
             .collect();
         let g = EntityGraph::build(&chunks, &aliases, &GraphConfig::default()).unwrap();
-        let hits = g.search("ana", 10, &GraphConfig::default());
+        let all = GraphConfig {
+            max_entity_share: 1.0,
+            ..GraphConfig::default()
+        };
+        let hits = g.search("ana", 10, &all);
         let order: Vec<u32> = hits.iter().map(|h| h.0).collect();
         assert_eq!(order, [1, 0, 2]); // Cy's chunk is unreachable
+                                      // Ana is in half the chunks: above a 0.4 share she is no seed; Cy (1 of 4) still is.
+        let strict = GraphConfig {
+            max_entity_share: 0.4,
+            ..GraphConfig::default()
+        };
+        assert!(g.search("ana", 10, &strict).is_empty());
+        let cy: Vec<u32> = g
+            .search("ana and cy", 10, &strict)
+            .iter()
+            .map(|h| h.0)
+            .collect();
+        assert_eq!(cy, [3]);
     }
 
     #[test]

@@ -501,6 +501,11 @@ mod tests {
                 max_chars: 120,
                 overlap_segments: 1,
             },
+            // A handful of chunks: every name is in a large share of them.
+            graph: GraphConfig {
+                max_entity_share: 1.0,
+                ..GraphConfig::default()
+            },
             ..IndexConfig::default()
         }
     }

@@ -1,0 +1,148 @@
+//! `index-builder index` end to end with the real all-MiniLM-L6-v2 (from the asset cache): a
+//! small corpus is chunked, embedded, indexed and written as the bundle's index part; the
+//! bundle is reopened (shards verified) and searched. Model and index parts are written in
+//! either order into one bundle and each replaces only its own part. Bad input is an error that
+//! names the file: an empty corpus, a binary file, invalid UTF-8, a gigantic line, an unknown
+//! embedder format.
+
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::path::{Path, PathBuf};
+
+use index_builder::{build_index, build_model, IndexOptions, ModelOptions};
+use lorekeeper_engine::bundle::{IndexBundle, ModelBundle, Quant};
+use lorekeeper_engine::retrieval::Sources;
+use lorekeeper_engine::CpuBackend;
+
+fn minilm() -> PathBuf {
+    let cache = std::env::var("LOREKEEPER_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/lorekeeper")
+        });
+    let d = cache.join("assets/all-minilm-l6-v2");
+    assert!(
+        d.join("model.safetensors").exists(),
+        "{} is missing: run `python3 scripts/fetch-assets.py minilm` (test.sh does)",
+        d.display()
+    );
+    d
+}
+
+const STORY: &str = "CHAPTER I. The Lighthouse\n\n\
+The keeper of the lighthouse was an old man named Tobias, who had lived on the rock for forty years.\n\n\
+Every evening Tobias climbed the ninety-nine steps and lit the great lamp with a single match.\n\n\
+His only companion was a grey cat called Marlowe, who slept in the oil store.\n\n\
+CHAPTER II. The Storm\n\n\
+In the winter of the great storm a fishing boat called the Heron struck the reef below the tower.\n\n\
+Tobias rowed out in the dark and brought back three sailors, though his own boat was smashed.\n\n\
+The sailors gave him a silver compass, which he kept on the mantelpiece until he died.\n\n\
+CHAPTER III. The Letter\n\n\
+Years later a letter arrived from the harbour master, asking Tobias to leave the rock forever.\n\n\
+He refused, and wrote back that Marlowe the cat would never forgive him.\n";
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).expect("write");
+    p
+}
+
+#[test]
+fn index_search_and_parts_in_either_order() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let story = write(tmp.path(), "story.txt", STORY.as_bytes());
+    let out = tmp.path().join("bundle");
+
+    // Index first, then the model: both parts load afterwards. Small chunks: about one
+    // paragraph each.
+    let mut o = IndexOptions::new(vec![story.clone()], Some(minilm()), &out);
+    o.chunk.max_chars = 120;
+    o.chunk.overlap_segments = 0;
+    let s = build_index(&CpuBackend, &o).expect("index");
+    assert!(s.chunks >= 3 && s.dim == 384, "{s:?}");
+    let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/qwen3-lora/base");
+    build_model(&ModelOptions::new(&base, Quant::Q4, &out)).expect("model");
+    ModelBundle::open_dir(&out).expect("model part");
+    let ix = IndexBundle::open_dir(&out).expect("index part survives the model build");
+
+    // Search: the embedder stored in the bundle embeds the query.
+    let e = ix.embedder(&CpuBackend).expect("embedder").expect("dense");
+    for (q, want) in [
+        ("What did the sailors give the keeper?", "silver compass"),
+        ("Who was the cat?", "Marlowe"),
+        ("Which boat hit the reef?", "Heron"),
+    ] {
+        let v = pollster::block_on(e.embed_query(&CpuBackend, q)).expect("embed");
+        let hits = ix
+            .story
+            .search(q, Some(&v), 3, Sources::ALL)
+            .expect("search");
+        assert!(hits[0].text.contains(want), "{q}: {:#?}", hits);
+        assert!(hits[0].dense_rank.is_some());
+        let dense = ix
+            .story
+            .search(q, Some(&v), 1, Sources::DENSE)
+            .expect("dense");
+        assert!(dense[0].text.contains(want), "dense {q}: {dense:#?}");
+    }
+    assert_eq!(ix.story.chunks()[0].chapter, "CHAPTER I. The Lighthouse");
+
+    // Rebuilding the index replaces only the index part; the model still loads.
+    let model_manifest = ModelBundle::open_dir(&out).expect("m").model().clone();
+    build_index(&CpuBackend, &IndexOptions::new(vec![story], None, &out)).expect("sparse index");
+    let ix = IndexBundle::open_dir(&out).expect("index");
+    assert!(!ix.part.dense && ix.embedder(&CpuBackend).expect("e").is_none());
+    let m = ModelBundle::open_dir(&out).expect("model");
+    assert_eq!(m.model().tensors.len(), model_manifest.tensors.len());
+    let files: Vec<String> = std::fs::read_dir(&out)
+        .expect("dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !files.iter().any(|f| f.starts_with("index-0")),
+        "old index shards left: {files:?}"
+    );
+}
+
+#[test]
+fn bad_corpora_and_embedders_are_named() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = tmp.path().join("bundle");
+    let err = |files: Vec<PathBuf>, emb: Option<PathBuf>| match build_index(
+        &CpuBackend,
+        &IndexOptions::new(files, emb, &out),
+    ) {
+        Ok(_) => "<accepted>".to_string(),
+        Err(e) => e.to_string(),
+    };
+    let empty = write(tmp.path(), "empty.txt", b"   \n\n");
+    let e = err(vec![empty], None);
+    assert!(e.contains("empty.txt"), "{e}");
+    let binary = write(
+        tmp.path(),
+        "image.png",
+        b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0",
+    );
+    let e = err(vec![binary], None);
+    assert!(e.contains("image.png"), "{e}");
+    let bad_utf8 = write(tmp.path(), "latin1.txt", b"line one\nna\xefve line two\n");
+    let e = err(vec![bad_utf8], None);
+    assert!(e.contains("latin1.txt") && e.contains("line 2"), "{e}");
+    let mut huge = b"start\n".to_vec();
+    huge.extend(std::iter::repeat_n(b'a', 2 << 20));
+    let huge = write(tmp.path(), "huge.txt", &huge);
+    let e = err(vec![huge], None);
+    assert!(e.contains("huge.txt") && e.contains("line 2"), "{e}");
+    let story = write(tmp.path(), "story.txt", STORY.as_bytes());
+    let not_emb = write(tmp.path(), "weights.bin", b"not a model");
+    let e = err(vec![story], Some(not_emb));
+    assert!(
+        e.contains("weights.bin") && e.contains("unknown embedder format"),
+        "{e}"
+    );
+    assert!(
+        !out.join("manifest.json").exists(),
+        "a failed build committed a manifest"
+    );
+}
