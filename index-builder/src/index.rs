@@ -38,6 +38,8 @@ pub struct IndexOptions {
     pub out: PathBuf,
     /// Show a progress bar.
     pub progress: bool,
+    /// Also write the chunk texts as a JSON array here (for the embedding benchmark's peer).
+    pub dump_chunks: Option<PathBuf>,
 }
 
 impl IndexOptions {
@@ -51,6 +53,7 @@ impl IndexOptions {
             chunk: ChunkConfig::default(),
             out: out.to_path_buf(),
             progress: false,
+            dump_chunks: None,
         }
     }
 }
@@ -165,6 +168,14 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
         .map(|c| c.chapter.as_str())
         .collect::<std::collections::BTreeSet<_>>()
         .len();
+    if let Some(p) = &o.dump_chunks {
+        let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+        let json = serde_json::to_vec(&texts).map_err(|e| BuildError::Input {
+            file: p.display().to_string(),
+            detail: e.to_string(),
+        })?;
+        std::fs::write(p, json).map_err(|e| BuildError::io(p, e))?;
+    }
     let aliases = match &o.aliases {
         Some(p) => parse_aliases(&p.display().to_string(), &read(p)?).map_err(engine_err)?,
         None => Vec::new(),

@@ -87,6 +87,9 @@ enum Cmd {
         /// Embed on the GPU (wgpu) instead of the CPU reference
         #[arg(long)]
         gpu: bool,
+        /// Also write the chunk texts as a JSON array (input of scripts/bench_embed.py)
+        #[arg(long)]
+        dump_chunks: Option<PathBuf>,
         /// Print a JSON summary on stdout
         #[arg(long)]
         json: bool,
@@ -158,6 +161,7 @@ fn run() -> Result<()> {
             strip_commentary,
             max_chars,
             gpu,
+            dump_chunks,
             json,
         } => {
             if max_chars < 16 {
@@ -166,6 +170,7 @@ fn run() -> Result<()> {
             let mut o = IndexOptions::new(corpus, embedder, &out);
             o.aliases = aliases;
             o.strip_commentary = strip_commentary;
+            o.dump_chunks = dump_chunks;
             o.chunk.max_chars = max_chars;
             o.progress = std::io::stderr().is_terminal();
             let s = if gpu {
