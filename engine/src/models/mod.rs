@@ -3,6 +3,7 @@
 //! tensor names and shape-checked at load.
 
 pub mod bert;
+pub mod e5s1;
 pub mod llama;
 
 use crate::backend::{Backend, MatmulKernel};
