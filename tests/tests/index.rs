@@ -146,3 +146,43 @@ fn bad_corpora_and_embedders_are_named() {
         "a failed build committed a manifest"
     );
 }
+
+const CN_STORY: &str = "第一回 灯塔\n\n老人多比亚守着海边的灯塔，已经四十年了。\n\n每天傍晚，他爬上九十九级台阶，用一根火柴点亮大灯。\n\n\
+他唯一的伙伴是一只灰猫，名叫墨罗，睡在油库里。\n\n第二回 风暴\n\n那年冬天的大风暴里，一条名叫苍鹭的渔船撞上了塔下的礁石。\n\n\
+多比亚在黑夜里划船出去，救回了三个水手，自己的小船却碎了。\n\n水手们送给他一只银罗盘，他一直放在壁炉架上。\n";
+
+#[test]
+fn chinese_index_with_multilingual_e5() {
+    let e5 = minilm()
+        .parent()
+        .map(|p| p.join("multilingual-e5-small/e5-small-q4.bin"))
+        .expect("assets");
+    assert!(
+        e5.exists(),
+        "{} is missing: run `python3 scripts/fetch-assets.py e5` (test.sh does)",
+        e5.display()
+    );
+    let tmp = tempfile::tempdir().expect("tmp");
+    let story = write(tmp.path(), "lighthouse-zh.txt", CN_STORY.as_bytes());
+    let out = tmp.path().join("bundle");
+    let mut o = IndexOptions::new(vec![story], Some(e5), &out);
+    o.chunk.max_chars = 40;
+    o.chunk.overlap_segments = 0;
+    let s = build_index(&CpuBackend, &o).expect("index");
+    assert!(s.chunks >= 5 && s.dim == 384, "{s:?}");
+    let ix = IndexBundle::open_dir(&out).expect("index part");
+    let e = ix.embedder(&CpuBackend).expect("embedder").expect("dense");
+    assert_eq!(e.spec.kind, "e5s1");
+    assert_eq!(ix.story.chunks()[0].chapter, "第一回 灯塔");
+    for (q, want) in [
+        ("水手们送了什么礼物？", "银罗盘"),
+        ("猫叫什么名字？", "墨罗"),
+    ] {
+        let v = pollster::block_on(e.embed_query(&CpuBackend, q)).expect("embed");
+        let dense = ix
+            .story
+            .search(q, Some(&v), 1, Sources::DENSE)
+            .expect("dense");
+        assert!(dense[0].text.contains(want), "dense {q}: {dense:#?}");
+    }
+}
