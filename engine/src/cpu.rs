@@ -48,6 +48,99 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     s
 }
 
+/// Activation rows from which the CPU matmuls switch from per-row dot products to a packed GEMM.
+pub(crate) const GEMM_MIN_ROWS: usize = 4;
+
+/// Weights of a CPU GEMM: f32 rows, or LQ4 rows dequantized block by block.
+pub(crate) enum GemmWeights<'a> {
+    /// `[rows][k]`, row-major.
+    F32(&'a [f32]),
+    /// 4-bit rows.
+    Q4(&'a crate::quant::Q4Matrix),
+}
+
+/// `out` base pointer shared by the threads of `par_gemm`; each writes a disjoint column range.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: only used by `par_gemm`, whose threads write disjoint elements.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+/// `out[mi][r] = x[mi] . w[r]` for `m` activation rows (`x`: `[m][k]`) and `rows` weight rows:
+/// `matrixmultiply`'s packed, cache-blocked SGEMM (AVX2/FMA or AVX-512 chosen at run time
+/// natively) on one column range of `out` per thread, so the activations are packed once per
+/// thread, not once per small block. LQ4 weights are dequantized 256 rows at a time.
+pub(crate) fn par_gemm(
+    x: &[f32],
+    w: GemmWeights<'_>,
+    rows: usize,
+    k: usize,
+    m: usize,
+    out: &mut [f32],
+) {
+    if m == 0 || rows == 0 {
+        return;
+    }
+    if k == 0 {
+        out[..m * rows].fill(0.0);
+        return;
+    }
+    let (x, out_len) = (&x[..m * k], m * rows);
+    let base = OutPtr(out[..out_len].as_mut_ptr());
+    // Columns [r0, r1) of `out`: C has row stride `rows`, column stride 1.
+    let run = |r0: usize, r1: usize| {
+        let mut scratch = Vec::new();
+        const SUB: usize = 256;
+        for s0 in (r0..r1).step_by(SUB) {
+            let s1 = (s0 + SUB).min(r1);
+            let wb: &[f32] = match &w {
+                GemmWeights::F32(w) => &w[s0 * k..s1 * k],
+                GemmWeights::Q4(q) => {
+                    scratch.resize((s1 - s0) * k, 0.0);
+                    for (r, row) in (s0..s1).zip(scratch.chunks_mut(k)) {
+                        q.dequantize_row(r, row);
+                    }
+                    &scratch
+                }
+            };
+            let p = base;
+            // SAFETY: A = x as [m][k] (m*k elements), B = wb^T as [k][s1-s0] (row stride 1,
+            // column stride k; (s1-s0)*k elements), C = out[.., s0..s1] with row stride `rows`:
+            // the largest index is (m-1)*rows + s1-1 < m*rows = out_len. Threads own disjoint
+            // column ranges, so no element is written twice.
+            unsafe {
+                matrixmultiply::sgemm(
+                    m,
+                    k,
+                    s1 - s0,
+                    1.0,
+                    x.as_ptr(),
+                    k as isize,
+                    1,
+                    wb.as_ptr(),
+                    1,
+                    k as isize,
+                    0.0,
+                    p.0.add(s0),
+                    rows as isize,
+                    1,
+                );
+            }
+        }
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        let threads = rayon::current_num_threads().max(1);
+        let chunk = rows.div_ceil(threads).next_multiple_of(16);
+        (0..rows.div_ceil(chunk))
+            .into_par_iter()
+            .for_each(|c| run(c * chunk, ((c + 1) * chunk).min(rows)));
+    }
+    #[cfg(target_arch = "wasm32")]
+    run(0, rows);
+}
+
 /// Computes `out[m][rows]` (row-major, `m` activation rows) by weight-row blocks: `f(r0, r1, part)`
 /// fills `part[(r - r0) * m + mi]` for rows `r0..r1`. Natively the blocks run on rayon's thread
 /// pool; in wasm (single-threaded) there is one block.

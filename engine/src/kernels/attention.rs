@@ -63,40 +63,56 @@ pub(crate) fn dispatch(
 
 /// Plain-Rust reference (two-pass softmax per query and head).
 pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
+    let row = s.heads * s.head_dim;
+    let token = |t: usize, o: &mut [f32]| attend_token(q, k, v, o, s, t);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        out[..s.tokens * row]
+            .par_chunks_mut(row.max(1))
+            .enumerate()
+            .for_each(|(t, o)| token(t, o));
+    }
+    #[cfg(target_arch = "wasm32")]
+    for (t, o) in out[..s.tokens * row].chunks_mut(row.max(1)).enumerate() {
+        token(t, o);
+    }
+}
+
+/// Every head of query token `t` into `out` (`[heads][head_dim]`).
+fn attend_token(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape, t: usize) {
     let d = s.head_dim;
     let group = s.heads / s.kv_heads;
     let mut scores = Vec::new();
-    for t in 0..s.tokens {
-        let n_keys = if s.causal {
-            s.pos0 + t + 1
-        } else {
-            s.pos0 + s.tokens
-        };
-        for h in 0..s.heads {
-            let kvh = h / group;
-            let qr = &q[(t * s.heads + h) * d..][..d];
-            scores.clear();
-            for j in 0..n_keys {
-                let kr = &k[(j * s.kv_heads + kvh) * d..][..d];
-                scores.push(qr.iter().zip(kr).map(|(a, b)| a * b).sum::<f32>() * s.scale);
+    let n_keys = if s.causal {
+        s.pos0 + t + 1
+    } else {
+        s.pos0 + s.tokens
+    };
+    for h in 0..s.heads {
+        let kvh = h / group;
+        let qr = &q[(t * s.heads + h) * d..][..d];
+        scores.clear();
+        for j in 0..n_keys {
+            let kr = &k[(j * s.kv_heads + kvh) * d..][..d];
+            scores.push(crate::cpu::dot(qr, kr) * s.scale);
+        }
+        let mx = scores.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let mut sum = 0f32;
+        for sc in scores.iter_mut() {
+            *sc = (*sc - mx).exp();
+            sum += *sc;
+        }
+        let o = &mut out[h * d..][..d];
+        o.fill(0.0);
+        for (j, &p) in scores.iter().enumerate() {
+            let vr = &v[(j * s.kv_heads + kvh) * d..][..d];
+            for (oi, &vi) in o.iter_mut().zip(vr) {
+                *oi += p * vi;
             }
-            let mx = scores.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-            let mut sum = 0f32;
-            for sc in scores.iter_mut() {
-                *sc = (*sc - mx).exp();
-                sum += *sc;
-            }
-            let o = &mut out[(t * s.heads + h) * d..][..d];
-            o.fill(0.0);
-            for (j, &p) in scores.iter().enumerate() {
-                let vr = &v[(j * s.kv_heads + kvh) * d..][..d];
-                for (oi, &vi) in o.iter_mut().zip(vr) {
-                    *oi += p * vi;
-                }
-            }
-            for oi in o.iter_mut() {
-                *oi /= sum;
-            }
+        }
+        for oi in o.iter_mut() {
+            *oi /= sum;
         }
     }
 }

@@ -66,9 +66,14 @@ pub(crate) fn dispatch(
     }
 }
 
-/// Plain-Rust reference: each weight row is read once and dotted with every activation row
-/// while it is in cache; row ranges are split across the CPU's threads (natively).
+/// CPU path: for a few activation rows each weight row is read once and dotted with every
+/// activation row while it is in cache; from `GEMM_MIN_ROWS` rows on, a packed SGEMM per block
+/// of weight rows. Row blocks are split across the CPU's threads (natively).
 pub fn cpu(x: &[f32], w: &[f32], rows: usize, cols: usize, out: &mut [f32], m: usize) {
+    if m >= crate::cpu::GEMM_MIN_ROWS {
+        let w = crate::cpu::GemmWeights::F32(&w[..rows * cols]);
+        return crate::cpu::par_gemm(x, w, rows, cols, m, out);
+    }
     crate::cpu::par_rows(rows, m, out, |r0, r1, part| {
         for r in r0..r1 {
             let wr = &w[r * cols..(r + 1) * cols];

@@ -38,9 +38,13 @@ pub(crate) fn dispatch(
     )
 }
 
-/// Plain-Rust reference, same order as the kernel: dequantize each weight, then multiply.
+/// CPU path: dequantize each weight row, then multiply (a packed SGEMM per 256 dequantized rows
+/// from `GEMM_MIN_ROWS` activation rows on).
 pub fn cpu(x: &[f32], w: &Q4Matrix, out: &mut [f32], m: usize) {
     let k = w.cols;
+    if m >= crate::cpu::GEMM_MIN_ROWS {
+        return crate::cpu::par_gemm(x, crate::cpu::GemmWeights::Q4(w), w.rows, k, m, out);
+    }
     crate::cpu::par_rows(w.rows, m, out, |r0, r1, part| {
         let mut row = vec![0f32; k];
         for r in r0..r1 {
