@@ -82,6 +82,12 @@ pub enum EngineError {
         /// What is wrong.
         detail: String,
     },
+    /// Constrained decoding: the grammar could not be built or the matcher failed.
+    #[error("grammar: {0}")]
+    Grammar(String),
+    /// A question the answer pipeline refuses (empty, too long).
+    #[error("question: {0}")]
+    Question(String),
 }
 
 /// Result alias for the engine.

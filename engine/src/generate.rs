@@ -177,6 +177,75 @@ pub enum StopReason {
     Cancelled,
 }
 
+/// What a decoding constraint (a grammar) allows next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Sample among these tokens: bit `id % 32` of word `id / 32` set means allowed.
+    Sample(Vec<u32>),
+    /// These tokens are forced (the grammar admits nothing else); they are fed in one pass.
+    Force(Vec<u32>),
+    /// The constraint is complete: stop.
+    Stop,
+}
+
+/// A decoding constraint: asked before each step, told every token taken.
+pub trait Constraint {
+    /// The next step, with `remaining` tokens left in the budget (a constraint may start
+    /// closing its structure when the budget runs low).
+    fn step(&mut self, remaining: usize) -> Result<Step>;
+    /// `id` was taken.
+    fn commit(&mut self, id: u32) -> Result<()>;
+}
+
+/// Is `id` allowed by a `Step::Sample` mask?
+pub fn mask_allows(mask: &[u32], id: u32) -> bool {
+    mask.get(id as usize / 32)
+        .map(|w| w >> (id % 32) & 1 == 1)
+        .unwrap_or(false)
+}
+
+/// Samples from the last logits row with every token outside `mask` removed.
+async fn next_token_masked<B: Backend>(
+    b: &B,
+    model: &Llama<B>,
+    history: &[u32],
+    p: &SamplingParams,
+    rng: &mut Pcg32,
+    mask: &[u32],
+) -> Result<u32> {
+    let v = model.cfg.vocab_size;
+    let mut logits = model.read_logits(b).await?;
+    let row = logits.len() - v;
+    let last = &mut logits[row..];
+    if p.repetition_penalty != 1.0 {
+        apply_repetition_penalty(last, history, p.repetition_penalty);
+    }
+    let mut any = false;
+    for (i, l) in last.iter_mut().enumerate() {
+        if mask_allows(mask, i as u32) {
+            any = true;
+        } else {
+            *l = f32::NEG_INFINITY;
+        }
+    }
+    if !any {
+        return Err(EngineError::Grammar(
+            "the grammar allows no token of this model's vocabulary".into(),
+        ));
+    }
+    let k = if p.temperature == 0.0 {
+        1
+    } else {
+        p.top_k.min(v)
+    };
+    let (mut cands, z) = host_select(last, k, p.temperature);
+    cands.retain(|c| c.1.is_finite());
+    if cands.is_empty() {
+        return Err(EngineError::Grammar("no allowed candidate".into()));
+    }
+    Ok(pick(&cands, z, p, rng))
+}
+
 /// Generation settings.
 #[derive(Clone, Debug)]
 pub struct GenerateOptions {
@@ -230,6 +299,21 @@ pub async fn generate<B: Backend>(
     tok: &Tokenizer,
     prompt: &[u32],
     opts: &GenerateOptions,
+    on_text: impl FnMut(&str) -> bool,
+) -> Result<Generation> {
+    generate_with(b, model, tok, prompt, opts, None, on_text).await
+}
+
+/// [`generate`] under an optional decoding [`Constraint`]: each step samples only among the
+/// tokens it allows (the logits row is read back whole), forced runs are fed in one forward
+/// pass, and generation ends when the constraint is complete.
+pub async fn generate_with<B: Backend>(
+    b: &B,
+    model: &mut Llama<B>,
+    tok: &Tokenizer,
+    prompt: &[u32],
+    opts: &GenerateOptions,
+    mut constraint: Option<&mut dyn Constraint>,
     mut on_text: impl FnMut(&str) -> bool,
 ) -> Result<Generation> {
     opts.sampling.validate()?;
@@ -261,17 +345,43 @@ pub async fn generate<B: Backend>(
     let mut t1 = t0;
     let mut reason = StopReason::MaxTokens;
     while out.len() < opts.max_tokens {
-        let id = next_token(b, model, &history, &opts.sampling, &mut rng).await?;
+        // Tokens taken this step: one sampled, or a forced run.
+        let ids: Vec<u32> = match constraint.as_deref_mut() {
+            None => vec![next_token(b, model, &history, &opts.sampling, &mut rng).await?],
+            Some(c) => match c.step(opts.max_tokens - out.len())? {
+                Step::Stop => {
+                    reason = StopReason::Eos;
+                    break;
+                }
+                Step::Force(f) if !f.is_empty() => {
+                    let room = opts.max_tokens - out.len();
+                    f[..f.len().min(room)].to_vec()
+                }
+                Step::Force(_) => {
+                    return Err(EngineError::Grammar("an empty forced run".into()));
+                }
+                Step::Sample(mask) => {
+                    let id = next_token_masked(b, model, &history, &opts.sampling, &mut rng, &mask)
+                        .await?;
+                    vec![id]
+                }
+            },
+        };
         if first {
             t1 = now_ms();
             first = false;
         }
-        if tok.is_eos(id) {
+        if ids.len() == 1 && tok.is_eos(ids[0]) {
             reason = StopReason::Eos;
             break;
         }
-        out.push(id);
-        history.push(id);
+        if let Some(c) = constraint.as_deref_mut() {
+            for &id in &ids {
+                c.commit(id)?;
+            }
+        }
+        out.extend_from_slice(&ids);
+        history.extend_from_slice(&ids);
         text = tok.decode(&out)?;
         if let Some(cut) = opts.stop.iter().filter_map(|s| text.find(s.as_str())).min() {
             text.truncate(cut);
@@ -294,11 +404,11 @@ pub async fn generate<B: Backend>(
         if out.len() == opts.max_tokens {
             break;
         }
-        if model.position() + 1 > model.context() {
+        if model.position() + ids.len() > model.context() {
             reason = StopReason::Context;
             break;
         }
-        model.forward(b, &[id], false)?;
+        model.forward(b, &ids, false)?;
     }
     if emitted < text.len() && text.is_char_boundary(emitted) {
         on_text(&text[emitted..]);

@@ -4,6 +4,7 @@
 //! LQ4 4-bit weight format, one tolerance type for numeric comparisons and a platform-identical
 //! RNG. Models, tokenizer, retrieval and the answer protocol build on it.
 
+pub mod answer;
 pub mod backend;
 pub mod bundle;
 pub mod cpu;

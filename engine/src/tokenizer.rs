@@ -316,6 +316,58 @@ impl Tokenizer {
     pub fn vocab_size(&self) -> usize {
         self.inner.get_vocab_size(true)
     }
+
+    /// Every token's raw bytes, by id, and whether it is an added (special or control) token:
+    /// what a grammar engine needs to know which text each token would write. Byte-level BPE
+    /// vocabularies only (GPT-2 / Qwen / SmolLM2 / Llama 3); ids without a token get no bytes.
+    pub fn token_bytes(&self) -> Result<Vec<(Vec<u8>, bool)>> {
+        let unicode_to_byte = gpt2_unicode_to_byte();
+        let added = self.inner.get_added_tokens_decoder();
+        let n = self.vocab_size();
+        let mut out = Vec::with_capacity(n);
+        for id in 0..n as u32 {
+            if let Some(a) = added.get(&id) {
+                out.push((a.content.as_bytes().to_vec(), true));
+                continue;
+            }
+            let Some(t) = self.inner.id_to_token(id) else {
+                out.push((Vec::new(), false));
+                continue;
+            };
+            let bytes = t
+                .chars()
+                .map(|c| unicode_to_byte.get(&c).copied())
+                .collect::<Option<Vec<u8>>>()
+                .ok_or_else(|| {
+                    tok_err(
+                        "tokenizer",
+                        format!(
+                            "token {id} {t:?} is not byte-level BPE; constrained decoding needs a \
+                             byte-level vocabulary"
+                        ),
+                    )
+                })?;
+            out.push((bytes, false));
+        }
+        Ok(out)
+    }
+}
+
+/// GPT-2's `bytes_to_unicode` table, inverted: the character byte-level BPE writes for a byte.
+fn gpt2_unicode_to_byte() -> std::collections::HashMap<char, u8> {
+    let mut m = std::collections::HashMap::new();
+    let mut n = 0u32;
+    for b in 0..=255u8 {
+        let printable = matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+        let c = if printable {
+            b as char
+        } else {
+            n += 1;
+            char::from_u32(255 + n).unwrap_or(' ')
+        };
+        m.insert(c, b);
+    }
+    m
 }
 
 #[cfg(test)]

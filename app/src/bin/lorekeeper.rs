@@ -8,11 +8,17 @@
 //! lorekeeper perplexity --model PATH --text FILE [--tokens 4096] [--window 512]
 //! lorekeeper search   --bundle DIR --query TEXT [--k 10] [--json]
 //! lorekeeper eval-retrieval --bundle DIR --questions FILE.jsonl [--json]
+//! lorekeeper ask      --bundle DIR [--mode grounded] [--no-grammar] [--json] "question"
+//! lorekeeper eval     --bundle DIR --questions FILE.jsonl [--no-grammar] [--limit N] [--json]
 //! ```
 //! PATH is a GGUF file, a Hugging Face model folder or a bundle folder.
 
 #[cfg(target_arch = "wasm32")]
 fn main() {}
+
+#[cfg(not(target_arch = "wasm32"))]
+#[path = "lorekeeper/ask_cmd.rs"]
+mod ask_cmd;
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {
@@ -165,6 +171,36 @@ mod native {
             #[arg(long)]
             json: bool,
         },
+        /// Answer a question from the story: evidence, quoted facts, or an abstention
+        Ask {
+            #[command(flatten)]
+            args: crate::ask_cmd::AskArgs,
+            /// Where the model runs
+            #[arg(long, value_enum, default_value = "gpu")]
+            backend: BackendArg,
+            /// Print the whole outcome as JSON
+            #[arg(long)]
+            json: bool,
+            /// The question
+            question: String,
+        },
+        /// Run a question set through `ask`: an eval50-style summary
+        Eval {
+            #[command(flatten)]
+            args: crate::ask_cmd::AskArgs,
+            /// JSONL of {id, question, answers:[…], unanswerable}
+            #[arg(long)]
+            questions: PathBuf,
+            /// Only the first N questions
+            #[arg(long)]
+            limit: Option<usize>,
+            /// Where the model runs
+            #[arg(long, value_enum, default_value = "gpu")]
+            backend: BackendArg,
+            /// Print JSON (summary + per question)
+            #[arg(long)]
+            json: bool,
+        },
         /// Prefill and decode speed, against llama.cpp (llama-cpp-python) in the same run
         Bench {
             #[command(flatten)]
@@ -279,6 +315,23 @@ mod native {
                 backend,
                 json,
             } => on_backend!(backend, |b| eval_retrieval_on(b, &bundle, &questions, json)),
+            Cmd::Ask {
+                args,
+                backend,
+                json,
+                question,
+            } => on_backend!(backend, |b| crate::ask_cmd::ask_on(
+                b, &args, &question, json
+            )),
+            Cmd::Eval {
+                args,
+                questions,
+                limit,
+                backend,
+                json,
+            } => on_backend!(backend, |b| crate::ask_cmd::eval_on(
+                b, &args, &questions, limit, json
+            )),
             Cmd::Bench {
                 model,
                 prompt_tokens,

@@ -1,0 +1,294 @@
+//! Constrained decoding for `grounded_action_v1` with `llguidance` (the Rust engine behind
+//! llama.cpp's and vLLM's structured output; it builds for wasm too).
+//!
+//! A Lark grammar is generated per question from the evidence shown: `evidence_id` can only be
+//! an id of the brief, and each `quote` is tied to its id — after `"E2"` only a verbatim span of
+//! E2's text (a substring automaton over its words) fits, at most 80 characters, no leading or
+//! trailing space. The caps of ASA's prompt are in the grammar (≤ 6 facts, ≤ 2 citations per
+//! fact) and free-text fields have character caps; when the token budget runs low
+//! [`GrammarConstraint`] steers to the shortest way to close the JSON, so the object always
+//! closes (llguidance's `max_tokens` cuts a lexeme off instead, even inside a UTF-8 character).
+
+use std::sync::Arc;
+
+use llguidance::api::TopLevelGrammar;
+use llguidance::toktrie::{TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
+use llguidance::{Matcher, ParserFactory};
+
+use super::evidence::Evidence;
+use super::validate::Caps;
+use crate::error::{EngineError, Result};
+use crate::generate::{now_ms, Constraint, Step};
+use crate::tokenizer::Tokenizer;
+
+fn gerr(e: impl std::fmt::Display) -> EngineError {
+    EngineError::Grammar(e.to_string())
+}
+
+/// Character caps of the free-text fields (ASA caps only quotes; these keep an answer short
+/// and its JSON inside the budget).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TextCaps {
+    /// A fact's text.
+    pub fact_chars: usize,
+    /// The final answer.
+    pub answer_chars: usize,
+    /// One search keyword.
+    pub keyword_chars: usize,
+    /// Inferred facts (0: the list stays empty).
+    pub inferred_facts: usize,
+}
+
+impl Default for TextCaps {
+    fn default() -> Self {
+        TextCaps {
+            fact_chars: 200,
+            answer_chars: 400,
+            keyword_chars: 40,
+            inferred_facts: 2,
+        }
+    }
+}
+
+/// The vocabulary seen by llguidance: a token trie + greedy tokenization (used only for forced
+/// bytes; masks do not depend on it).
+struct VocabEnv {
+    trie: TokTrie,
+}
+
+impl TokenizerEnv for VocabEnv {
+    fn tok_trie(&self) -> &TokTrie {
+        &self.trie
+    }
+    fn tokenize_bytes(&self, s: &[u8]) -> Vec<TokenId> {
+        self.trie.greedy_tokenize(s)
+    }
+    fn tokenize_is_canonical(&self) -> bool {
+        false
+    }
+}
+
+/// A model's vocabulary prepared for grammars: built once per tokenizer (~0.1–1 s at 150k
+/// tokens), shared by every question.
+pub struct GrammarVocab {
+    factory: ParserFactory,
+}
+
+impl GrammarVocab {
+    /// From the tokenizer; `n_vocab` is the model's logit width (may exceed the tokenizer's
+    /// vocabulary: those ids are never allowed). Added tokens are marked special so no grammar
+    /// text can produce them.
+    pub fn new(tok: &Tokenizer, n_vocab: usize) -> Result<Self> {
+        let mut words = vec![Vec::new(); n_vocab.max(tok.vocab_size())];
+        for (i, (bytes, special)) in tok.token_bytes()?.into_iter().enumerate() {
+            words[i] = if special {
+                let mut v = vec![TokTrie::SPECIAL_TOKEN_MARKER];
+                v.extend_from_slice(&bytes);
+                v
+            } else {
+                bytes
+            };
+        }
+        let eos = tok.eos_ids();
+        let Some(&first) = eos.first() else {
+            return Err(gerr("the tokenizer has no end-of-sequence id"));
+        };
+        let info = TokRxInfo::new(words.len() as u32, first);
+        let trie = TokTrie::from(&info, &words).with_eos_tokens(eos);
+        let env: TokEnv = Arc::new(VocabEnv { trie });
+        let mut factory = ParserFactory::new_simple(&env).map_err(gerr)?;
+        factory.set_stderr_log_level(0);
+        // Ten passages of 1000 characters need more lexer precomputation than the default.
+        factory.limits_mut().initial_lexer_fuel = 20_000_000;
+        Ok(GrammarVocab { factory })
+    }
+
+    /// A constraint for one answer under `grammar` (Lark).
+    pub fn constraint(&self, grammar: &str) -> Result<GrammarConstraint> {
+        let parser = self
+            .factory
+            .create_parser(TopLevelGrammar::from_lark(grammar.to_string()))
+            .map_err(gerr)?;
+        Ok(GrammarConstraint {
+            matcher: Matcher::new(Ok(parser)),
+            trie: self.factory.tok_env().tok_trie().clone(),
+            reserve: 64,
+            mask_ms: Vec::new(),
+        })
+    }
+}
+
+/// A JSON string literal of `s` for a Lark grammar (Lark literals use JSON escapes).
+fn lit(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// The words of an evidence text as substring chunks: runs of letters/digits, runs of spaces
+/// and single other characters (CJK, punctuation), each JSON-escaped.
+fn chunks(text: &str) -> Vec<String> {
+    let class = |c: char| {
+        if c.is_whitespace() {
+            1
+        } else if c.is_ascii_alphanumeric() || (c.is_alphabetic() && (c as u32) < 0x2E80) {
+            2
+        } else {
+            0
+        }
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut prev = 0;
+    for c in text.chars() {
+        let esc = serde_json::to_string(&c.to_string()).unwrap_or_default();
+        let esc = esc.get(1..esc.len().saturating_sub(1)).unwrap_or("");
+        let k = class(c);
+        match out.last_mut() {
+            Some(last) if k != 0 && k == prev => last.push_str(esc),
+            _ => out.push(esc.to_string()),
+        }
+        prev = k;
+    }
+    out
+}
+
+/// The Lark grammar of `grounded_action_v1` for this evidence (module docs).
+pub fn build_grammar(evidence: &[Evidence], caps: &Caps, text: &TextCaps) -> Result<String> {
+    let q = |s: &str| lit(s);
+    let mut g = String::from("%llguidance {}\n");
+    let facts_more = caps.facts.saturating_sub(1);
+    let mut starts = vec!["abstain", "retrieve"];
+    if !evidence.is_empty() && caps.facts > 0 && caps.refs_per_fact > 0 {
+        starts.insert(0, "answer");
+        let inferred = if text.inferred_facts > 0 {
+            format!(
+                "(inf (\",\" inf){{0,{}}})?",
+                text.inferred_facts.saturating_sub(1)
+            )
+        } else {
+            String::new()
+        };
+        g += &format!(
+            "answer: {} fact ({} fact){{0,{facts_more}}} {} {inferred} {} ANSWER {}\n",
+            q("{\"next_action\":\"answer_directly\",\"supported_facts\":["),
+            q(","),
+            q("],\"inferred_facts\":["),
+            q("],\"final_answer\":\""),
+            q("\"}"),
+        );
+        g += &format!("inf: {} FACT {}\n", q("\""), q("\""));
+        g += &format!(
+            "fact: {} FACT {} ref ({} ref){{0,{}}} {}\n",
+            q("{\"fact\":\""),
+            q("\",\"evidence_refs\":["),
+            q(","),
+            caps.refs_per_fact.saturating_sub(1),
+            q("]}"),
+        );
+        let alts: Vec<String> = (0..evidence.len()).map(|i| format!("ref_{i}")).collect();
+        g += &format!("ref: {}\n", alts.join(" | "));
+        let max_inner = caps.quote_chars.saturating_sub(2);
+        for (i, e) in evidence.iter().enumerate() {
+            if !e.id.chars().all(|c| c.is_ascii_alphanumeric()) || e.id.is_empty() {
+                return Err(gerr(format!("evidence id {:?} is not alphanumeric", e.id)));
+            }
+            let ch = chunks(&e.text);
+            if ch.is_empty() {
+                return Err(gerr(format!("evidence {} has no text", e.id)));
+            }
+            let spec = serde_json::json!({ "substring_chunks": ch });
+            g += &format!(
+                "ref_{i}: {} Q{i} {}\n",
+                q(&format!("{{\"evidence_id\":\"{}\",\"quote\":\"", e.id)),
+                q("\"}"),
+            );
+            g += &format!("Q{i}: %regex {spec} & /\\S(.{{0,{max_inner}}}\\S)?/\n");
+        }
+    }
+    g = g.replacen(
+        "%llguidance {}\n",
+        &format!("%llguidance {{}}\nstart: {}\n", starts.join(" | ")),
+        1,
+    );
+    g += &format!(
+        "abstain: {} ANSWER {}\n",
+        q("{\"next_action\":\"abstain\",\"final_answer\":\""),
+        q("\"}")
+    );
+    g += &format!(
+        "retrieve: {} kw ({} kw){{0,5}} {}\n",
+        q("{\"next_action\":\"retrieve_more\",\"follow_up_hypothesis\":{\"keywords\":["),
+        q(","),
+        q("]}}")
+    );
+    g += &format!("kw: {} KEYWORD {}\n", q("\""), q("\""));
+    let free = |n: usize| format!("/[^\"\\\\\\x00-\\x1F]{{1,{}}}/", n.max(1));
+    g += &format!("FACT: {}\n", free(text.fact_chars));
+    g += &format!("ANSWER: {}\n", free(text.answer_chars));
+    g += &format!("KEYWORD: {}\n", free(text.keyword_chars));
+    Ok(g)
+}
+
+/// One answer's grammar state, driving [`crate::generate::generate_with`].
+pub struct GrammarConstraint {
+    matcher: Matcher,
+    trie: TokTrie,
+    /// When fewer tokens than this remain, steer to the shortest close.
+    pub reserve: usize,
+    /// Milliseconds spent computing each mask.
+    pub mask_ms: Vec<f64>,
+}
+
+impl GrammarConstraint {
+    fn err(&self, e: impl std::fmt::Display) -> EngineError {
+        match self.matcher.get_error() {
+            Some(m) => gerr(format!("{e} ({m})")),
+            None => gerr(e),
+        }
+    }
+}
+
+impl Constraint for GrammarConstraint {
+    fn step(&mut self, remaining: usize) -> Result<Step> {
+        if self.matcher.is_stopped() {
+            return Ok(Step::Stop);
+        }
+        // Bytes the grammar forces (`{"next_action":"`, `","evidence_refs":[` …) are fed in one
+        // pass rather than sampled token by token.
+        let ff = self.matcher.compute_ff_bytes();
+        if !ff.is_empty() {
+            let ids = self.trie.greedy_tokenize(&ff);
+            if !ids.is_empty() {
+                return Ok(Step::Force(ids));
+            }
+        }
+        let closing = remaining <= self.reserve;
+        let t0 = now_ms();
+        let mask = self.matcher.compute_mask().map_err(|e| self.err(e))?;
+        self.mask_ms.push(now_ms() - t0);
+        if mask.is_zero() {
+            return Err(self.err("the grammar allows no next token"));
+        }
+        if closing {
+            // Prefer tokens that end strings and close arrays/objects, then the shortest.
+            let trie = &self.trie;
+            let score = |t: u32| {
+                let b = trie.token(t);
+                let n = |set: &[u8]| b.iter().filter(|c| set.contains(c)).count() as i64;
+                (n(b"\"") - 2 * n(b"\\"), n(b"]}"), -(b.len() as i64))
+            };
+            let best = mask.to_list().into_iter().max_by_key(|&t| score(t));
+            return match best {
+                Some(t) => Ok(Step::Force(vec![t])),
+                None => Err(self.err("the grammar allows no next token")),
+            };
+        }
+        Ok(Step::Sample(mask.as_slice().to_vec()))
+    }
+
+    fn commit(&mut self, id: u32) -> Result<()> {
+        if self.trie.eos_tokens().contains(&id) {
+            return Ok(());
+        }
+        self.matcher.consume_token(id).map_err(|e| self.err(e))?;
+        Ok(())
+    }
+}
