@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: native (CPU references + wgpu on the local adapter, lavapipe without a GPU)
-# and in headless Chromium (WebGPU on SwiftShader). Installs missing prerequisites first.
+# Runs every test: native (CPU references + wgpu on the local adapter, lavapipe without a GPU),
+# in headless Chromium (WebGPU on SwiftShader), and the web app built with Trunk and driven in
+# headless Chromium (tests/web-app). Installs missing prerequisites first.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -24,3 +25,6 @@ export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export CHROMEDRIVER=/usr/bin/chromedriver
 export WASM_BINDGEN_TEST_TIMEOUT=600
 (cd tests && cargo test --target wasm32-unknown-unknown --test web -- --nocapture)
+
+echo "== web app (Trunk build, headless Chromium) =="
+bash tests/web-app/run.sh

@@ -2,6 +2,7 @@
 # Installs what Lorekeeper's build and tests need, skipping what is already there at the
 # right version. Safe to run repeatedly. Needs root for apt (CI and dev machines are root).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 WASM_BINDGEN_VERSION=0.2.130
 
@@ -29,6 +30,21 @@ rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup targe
 if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION"; then
   log "cargo install wasm-bindgen-cli@$WASM_BINDGEN_VERSION (~6 min cold)"
   cargo install --quiet --force "wasm-bindgen-cli@$WASM_BINDGEN_VERSION"
+fi
+
+# 4. Trunk (builds the web app; 0.22 needs a newer rustc than the pinned 1.95).
+TRUNK_VERSION=0.21.14
+if ! trunk --version 2>/dev/null | grep -q " $TRUNK_VERSION"; then
+  log "cargo install --locked trunk@$TRUNK_VERSION (~12 min cold)"
+  cargo install --quiet --locked "trunk@$TRUNK_VERSION"
+fi
+
+# 5. npm tools pinned in package-lock.json: binaryen 132 (wasm-opt for Trunk; Debian's 108
+#    produces wasm that fails in the browser) and playwright-core (drives Debian's Chromium).
+if ! node_modules/.bin/wasm-opt --version 2>/dev/null | grep -q "version 132" \
+   || [ ! -d node_modules/playwright-core ]; then
+  log "npm ci (binaryen, playwright-core)"
+  npm ci --no-audit --no-fund --silent
 fi
 
 # Mesa prints a harmless error without it.

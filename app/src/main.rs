@@ -1,6 +1,12 @@
-//! Lorekeeper's web app (Leptos + Trunk) lands with issue 7; until then this crate only
-//! reserves its place in the workspace.
+//! The page: mounts the Leptos app (everything else lives in `ui`).
 
+#[cfg(target_arch = "wasm32")]
 fn main() {
-    println!("lorekeeper-app: the web app is not built yet (issue 7); see README.md");
+    console_error_panic_hook::set_once();
+    leptos::mount::mount_to_body(lorekeeper_app::ui::App);
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {
+    eprintln!("the web page builds for wasm32 with Trunk: `trunk build --release` (see README.md)");
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::backend::Backend;
-use crate::bundle::{Manifest, ModelBundle, Quant, MANIFEST_FILE};
+use crate::bundle::{Manifest, ModelBundle, MANIFEST_FILE};
 use crate::error::{EngineError, Result};
 use crate::gguf::Gguf;
 use crate::models::llama::{Config, Llama, LoadOptions};
@@ -114,18 +114,7 @@ pub fn hf_tokenizer(path: &Path, cfg: &Config) -> Result<Tokenizer> {
     )
 }
 
-/// The model config and tokenizer of a bundle's model part.
-pub fn bundle_config(bundle: &ModelBundle) -> Result<(Config, Tokenizer)> {
-    let m = bundle.model();
-    let src = format!("{}/{}", bundle.source, MANIFEST_FILE);
-    let cfg = Config::from_json(&src, &m.config.to_string())?;
-    let tok = Tokenizer::from_bundle(
-        &format!("{}/{}", bundle.source, m.tokenizer.shard),
-        bundle.tokenizer_json()?,
-        &m.tokenizer.meta,
-    )?;
-    Ok((cfg, tok))
-}
+pub use crate::answer::session::bundle_config;
 
 /// The weight format a path's model is stored in natively: LQ4 for a q4 bundle, f32 otherwise.
 pub fn native_format(path: &Path) -> Result<WeightFormat> {
@@ -134,8 +123,5 @@ pub fn native_format(path: &Path) -> Result<WeightFormat> {
     }
     let mpath = path.join(MANIFEST_FILE);
     let m = Manifest::parse(&mpath.display().to_string(), &read(&mpath)?)?;
-    Ok(match m.model.map(|m| m.quant) {
-        Some(Quant::Q4) => WeightFormat::Q4,
-        _ => WeightFormat::F32,
-    })
+    Ok(crate::answer::session::bundle_format(&m))
 }

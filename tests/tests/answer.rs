@@ -16,10 +16,14 @@
 use std::path::PathBuf;
 
 use lorekeeper_engine::answer::evidence::{self, BriefLimits, Evidence};
-use lorekeeper_engine::answer::grammar::{build_grammar, GrammarVocab, TextCaps};
+use lorekeeper_engine::answer::grammar::{build_grammar, Closers, GrammarVocab, TextCaps};
+use lorekeeper_engine::answer::modes::{
+    parse_react, parse_refiner, react_grammar, refiner_grammar, ReactAction, REACT_CLOSERS,
+    REFINER_CLOSERS,
+};
 use lorekeeper_engine::answer::recover::{parse_action, ParseOutcome};
 use lorekeeper_engine::answer::validate::{check, Caps};
-use lorekeeper_engine::answer::{ask, AskConfig, Retriever};
+use lorekeeper_engine::answer::{ask, AskConfig, Mode, Retriever};
 use lorekeeper_engine::generate::{mask_allows, Constraint, Step};
 use lorekeeper_engine::gguf::Gguf;
 use lorekeeper_engine::models::llama::{Config, Llama, LoadOptions};
@@ -90,7 +94,18 @@ fn random_walk(
     seed: u64,
     budget: usize,
 ) -> (String, Vec<f64>) {
+    random_walk_closing(vocab, tok, (grammar, Closers::JSON), seed, budget)
+}
+
+fn random_walk_closing(
+    vocab: &GrammarVocab,
+    tok: &Tokenizer,
+    (grammar, closers): (&str, Closers),
+    seed: u64,
+    budget: usize,
+) -> (String, Vec<f64>) {
     let mut c = vocab.constraint(grammar).expect("grammar compiles");
+    c.closers = closers;
     let mut rng = Pcg32::new(seed);
     let mut ids: Vec<u32> = Vec::new();
     'walk: loop {
@@ -182,6 +197,41 @@ fn grammar_properties(name: &str, tok: &Tokenizer, n_vocab: usize) {
     assert!(
         actions.len() >= 2,
         "the walks should reach several actions: {actions:?}"
+    );
+}
+
+/// The refiner and ReAct grammars: every walk parses as its protocol and cites only ids shown.
+#[test]
+fn mode_grammars_accept_only_their_protocols() {
+    let (tok, n) = smollm2_tokenizer();
+    let vocab = GrammarVocab::new(&tok, n).expect("vocabulary");
+    let ev = passages();
+    let shown: Vec<&str> = ev.iter().map(|e| e.id.as_str()).collect();
+    let (rg, ag) = (refiner_grammar(&ev), react_grammar(&ev));
+    let mut kinds = std::collections::HashSet::new();
+    for seed in 0..12u64 {
+        // Every other walk gets a tight budget: closing must still finish the answer.
+        let budget = if seed % 2 == 0 { 120 } else { 600 };
+        let (text, _) = random_walk_closing(&vocab, &tok, (&rg, REFINER_CLOSERS), seed, budget);
+        let (parsed, outcome) = parse_refiner(&text);
+        assert_eq!(outcome, ParseOutcome::Parsed, "refiner seed {seed}: {text}");
+        let (plain, snippets) = parsed.expect("refiner answer");
+        assert!(!plain.is_empty());
+        for (ids, claim) in &snippets {
+            assert!(!ids.is_empty() && ids.len() <= 2, "{text}");
+            assert!(ids.iter().all(|i| shown.contains(&i.as_str())), "{text}");
+            assert!(!claim.contains('<'), "{text}");
+        }
+        let (text, _) = random_walk_closing(&vocab, &tok, (&ag, REACT_CLOSERS), seed, 160);
+        let action = parse_react(&text).unwrap_or_else(|| panic!("react seed {seed}: {text}"));
+        if let ReactAction::Read(id) = &action {
+            assert!(shown.contains(&id.as_str()), "{text}");
+        }
+        kinds.insert(std::mem::discriminant(&action));
+    }
+    assert!(
+        kinds.len() >= 2,
+        "the walks should reach several ReAct actions"
     );
 }
 
@@ -303,6 +353,49 @@ fn pipeline_on_smollm2() {
                 r.raw_output
             );
             assert!(!r.raw_output.contains("hacked"), "{}", r.raw_output);
+        }
+        assert!(!a.answer.trim().is_empty());
+    }
+    // The refiner and ReAct protocols over the same index, under their grammars.
+    for mode in [Mode::Refiner, Mode::React] {
+        let mcfg = AskConfig {
+            mode,
+            react_steps: 3,
+            max_tokens: 120,
+            ..cfg.clone()
+        };
+        let a = pollster::block_on(ask(
+            &b,
+            &mut model,
+            &tok,
+            Some(&vocab),
+            &retriever,
+            questions[0],
+            &mcfg,
+            |_| true,
+        ))
+        .expect("ask");
+        println!(
+            "{mode:?} -> {} {:?} ({:?}); {} step(s)",
+            a.action_sequence(),
+            a.answer,
+            a.abstain_reason,
+            a.rounds.len()
+        );
+        assert!(!a.rounds.is_empty() && a.rounds.len() <= 3);
+        for r in &a.rounds {
+            assert_eq!(
+                r.outcome,
+                ParseOutcome::Parsed,
+                "{mode:?}: {}",
+                r.raw_output
+            );
+        }
+        for f in &a.facts {
+            assert!(f
+                .refs
+                .iter()
+                .all(|r| r.id_valid == a.evidence.iter().any(|e| e.id == r.evidence_id)));
         }
         assert!(!a.answer.trim().is_empty());
     }

@@ -113,6 +113,7 @@ impl GrammarVocab {
             matcher: Matcher::new(Ok(parser)),
             trie: self.factory.tok_env().tok_trie().clone(),
             reserve: 64,
+            closers: Closers::JSON,
             mask_ms: Vec::new(),
         })
     }
@@ -227,12 +228,33 @@ pub fn build_grammar(evidence: &[Evidence], caps: &Caps, text: &TextCaps) -> Res
     Ok(g)
 }
 
+/// How a constraint finishes when the token budget runs low: among the tokens the grammar
+/// allows, the one with the most bytes from `first` wins (a backslash counts against it), then
+/// the most from `then`, then the shortest. Each protocol names the bytes that close it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Closers {
+    /// Bytes that end the innermost open piece (a JSON string's quote, a tag's `<`, a newline).
+    pub first: &'static [u8],
+    /// Bytes that close what encloses it (`]}` in JSON, `/>` of closing tags).
+    pub then: &'static [u8],
+}
+
+impl Closers {
+    /// `grounded_action_v1` JSON: end the string, then close arrays and objects.
+    pub const JSON: Closers = Closers {
+        first: b"\"",
+        then: b"]}",
+    };
+}
+
 /// One answer's grammar state, driving [`crate::generate::generate_with`].
 pub struct GrammarConstraint {
     matcher: Matcher,
     trie: TokTrie,
     /// When fewer tokens than this remain, steer to the shortest close.
     pub reserve: usize,
+    /// What closing steers towards.
+    pub closers: Closers,
     /// Milliseconds spent computing each mask.
     pub mask_ms: Vec<f64>,
 }
@@ -268,12 +290,13 @@ impl Constraint for GrammarConstraint {
             return Err(self.err("the grammar allows no next token"));
         }
         if closing {
-            // Prefer tokens that end strings and close arrays/objects, then the shortest.
-            let trie = &self.trie;
+            // Prefer tokens that end the open piece, then close what encloses it, then the
+            // shortest.
+            let (trie, cl) = (&self.trie, self.closers);
             let score = |t: u32| {
                 let b = trie.token(t);
                 let n = |set: &[u8]| b.iter().filter(|c| set.contains(c)).count() as i64;
-                (n(b"\"") - 2 * n(b"\\"), n(b"]}"), -(b.len() as i64))
+                (n(cl.first) - 2 * n(b"\\"), n(cl.then), -(b.len() as i64))
             };
             let best = mask.to_list().into_iter().max_by_key(|&t| score(t));
             return match best {

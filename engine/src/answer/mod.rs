@@ -12,9 +12,11 @@
 pub mod eval;
 pub mod evidence;
 pub mod grammar;
+pub mod modes;
 pub mod prompt;
 pub mod recover;
 pub mod schema;
+pub mod session;
 pub mod validate;
 
 use serde::{Deserialize, Serialize};
@@ -32,10 +34,27 @@ use recover::ParseOutcome;
 use schema::{GroundedAction, NextAction};
 use validate::{Caps, Checked};
 
+/// The answer protocol.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// ASA's `grounded_action_v1` JSON with verbatim quotes.
+    #[default]
+    Grounded,
+    /// dr-tulu's refiner: `<answer>` with `<snippet id=…>claim</snippet>`.
+    Refiner,
+    /// ReAct: Thought / Action (search, read) / Observation / Final Answer.
+    React,
+}
+
 /// Runtime settings, with ASA's defaults where ASA has one.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AskConfig {
+    /// The protocol.
+    pub mode: Mode,
+    /// ReAct step limit.
+    pub react_steps: usize,
     /// Context in tokens (ASA: 10000; capped by the model's KV cache).
     pub context: usize,
     /// Most generated tokens per round (ASA: 1536).
@@ -67,6 +86,8 @@ pub struct AskConfig {
 impl Default for AskConfig {
     fn default() -> Self {
         AskConfig {
+            mode: Mode::Grounded,
+            react_steps: 6,
             context: 10000,
             max_tokens: 1536,
             sampling: SamplingParams {
@@ -112,7 +133,7 @@ pub struct Retriever<'a, B: Backend> {
 }
 
 /// One retrieval-and-answer round.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Round {
     /// What was searched.
     pub query: String,
@@ -133,7 +154,7 @@ pub struct Round {
 }
 
 /// A checked fact of the final answer.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FinalFact {
     /// The claim.
     pub fact: String,
@@ -144,7 +165,7 @@ pub struct FinalFact {
 }
 
 /// Time spent.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Timings {
     /// Query embedding + search, ms.
     pub retrieval_ms: f64,
@@ -163,8 +184,10 @@ pub struct Timings {
 }
 
 /// The outcome of a question.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Answer {
+    /// The protocol used.
+    pub mode: Mode,
     /// The question as received (trimmed).
     pub question: String,
     /// Every round.
@@ -267,6 +290,7 @@ pub async fn ask<B: Backend>(
         (g, v) => v.filter(|_| g),
     };
     let mut out = Answer {
+        mode: cfg.mode,
         question: question.clone(),
         rounds: Vec::new(),
         final_action: NextAction::Abstain,
@@ -330,6 +354,58 @@ pub async fn ask<B: Backend>(
                 out.abstain_reason = Some(why);
                 break;
             }
+        }
+        // The refiner and ReAct protocols take over from the first brief.
+        if cfg.mode != Mode::Grounded {
+            let mo = if cfg.mode == Mode::Refiner {
+                modes::refiner(
+                    b,
+                    model,
+                    tok,
+                    vocab,
+                    &question,
+                    &out.evidence,
+                    cfg,
+                    &mut on_text,
+                )
+                .await?
+            } else {
+                modes::react(
+                    b,
+                    model,
+                    tok,
+                    vocab,
+                    retriever,
+                    &question,
+                    &mut out.evidence,
+                    cfg,
+                    &mut on_text,
+                )
+                .await?
+            };
+            out.rounds = mo.rounds;
+            if let Some(first) = out.rounds.first_mut() {
+                let mut ev = r.evidence.clone();
+                ev.extend(std::mem::take(&mut first.evidence));
+                first.evidence = ev;
+                first.query = format!("{} | {}", r.query, first.query);
+            }
+            out.final_action = mo.final_action;
+            out.answer = mo.answer;
+            out.facts = mo.facts;
+            out.abstain_reason = mo.abstain_reason;
+            if out.final_action == NextAction::Abstain {
+                out.snippets = out.evidence.iter().take(2).cloned().collect();
+            }
+            out.timings.prefill_s = mo.prefill_s;
+            out.timings.decode_s = mo.decode_s;
+            out.timings.masks = mo.mask_ms.len();
+            if !mo.mask_ms.is_empty() {
+                out.timings.mask_ms_mean = mo.mask_ms.iter().sum::<f64>() / mo.mask_ms.len() as f64;
+                out.timings.mask_ms_max = mo.mask_ms.iter().cloned().fold(0.0, f64::max);
+            }
+            out.timings.total_s = (now_ms() - t_start) / 1e3;
+            return Ok(out);
         }
         // 2. Prompt (dropping the last passages if the context cannot hold them) and generate.
         let budget = cfg.context.min(model.context());

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::schema::{Fact, GroundedAction, NextAction};
 
 /// How the action was obtained from the text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ParseOutcome {
     /// The text parsed as `grounded_action_v1` as written.

@@ -33,7 +33,7 @@ impl Default for Caps {
 }
 
 /// One citation, checked.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct RefCheck {
     /// Cited id.
     pub evidence_id: String,

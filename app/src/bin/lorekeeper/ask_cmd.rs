@@ -5,13 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use lorekeeper_engine::answer::eval::{parse_answer_questions, EvalSummary};
-use lorekeeper_engine::answer::grammar::GrammarVocab;
-use lorekeeper_engine::answer::{ask, Answer, AskConfig, Retriever};
-use lorekeeper_engine::bundle::IndexBundle;
-use lorekeeper_engine::embed::Embedder;
-use lorekeeper_engine::loader;
-use lorekeeper_engine::models::llama::{Llama, LoadOptions};
-use lorekeeper_engine::tokenizer::Tokenizer;
+use lorekeeper_engine::answer::session::{AnswerStream, Session as EngineSession};
+use lorekeeper_engine::answer::{Answer, AskConfig};
 use lorekeeper_engine::Backend;
 
 /// Options shared by `ask` and `eval`.
@@ -46,17 +41,17 @@ pub struct AskArgs {
 /// Answer protocols.
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Mode {
-    /// ASA's grounded_action_v1 JSON with quotes
+    /// ASA's grounded_action_v1 JSON with verbatim quotes
     Grounded,
+    /// One <answer> with every claim in <snippet id=E1,E2>…</snippet>
+    Refiner,
+    /// Thought / Action (search, read) / Observation / Final Answer
+    React,
 }
 
-/// Everything a question needs, loaded once.
+/// Everything a question needs, loaded once (the engine's session, shared with the page).
 pub struct Session<B: Backend> {
-    model: Llama<B>,
-    tok: Tokenizer,
-    vocab: Option<GrammarVocab>,
-    index: IndexBundle,
-    embedder: Option<Embedder<B>>,
+    inner: EngineSession<B>,
     /// Effective settings.
     pub cfg: AskConfig,
 }
@@ -76,6 +71,11 @@ impl<B: Backend> Session<B> {
         if a.no_grammar {
             cfg.grammar = false;
         }
+        cfg.mode = match a.mode {
+            Mode::Grounded => lorekeeper_engine::answer::Mode::Grounded,
+            Mode::Refiner => lorekeeper_engine::answer::Mode::Refiner,
+            Mode::React => lorekeeper_engine::answer::Mode::React,
+        };
         if let Some(n) = a.max_tokens {
             cfg.max_tokens = n;
         }
@@ -83,78 +83,17 @@ impl<B: Backend> Session<B> {
             cfg.sampling.temperature = t;
         }
         cfg.sampling.seed = a.seed;
-        cfg.sampling.validate()?;
         if cfg.max_tokens == 0 {
             bail!("--max-tokens must be at least 1");
         }
-        let index = IndexBundle::open_dir(&a.bundle)
-            .with_context(|| format!("opening the index of {}", a.bundle.display()))?;
-        let opts = LoadOptions {
-            format: loader::native_format(&a.bundle)?,
-            ctx: a.ctx,
-            chunk: 256,
-        };
-        let (model, tok) = loader::load(b, &a.bundle, opts)
-            .with_context(|| format!("loading the model of {}", a.bundle.display()))?;
-        let vocab = if cfg.grammar {
-            Some(GrammarVocab::new(&tok, model.cfg.vocab_size)?)
-        } else {
-            None
-        };
-        let embedder = index.embedder(b)?;
-        Ok(Session {
-            model,
-            tok,
-            vocab,
-            index,
-            embedder,
-            cfg,
-        })
+        let inner = EngineSession::open_dir(b, &a.bundle, cfg.clone(), a.ctx)
+            .with_context(|| format!("opening the bundle {}", a.bundle.display()))?;
+        Ok(Session { inner, cfg })
     }
 
     /// Answers one question; `on_text` streams raw model output.
     pub fn ask(&mut self, b: &B, q: &str, on_text: impl FnMut(&str) -> bool) -> Result<Answer> {
-        let r = Retriever {
-            index: &self.index.story,
-            embedder: self.embedder.as_ref(),
-        };
-        Ok(pollster::block_on(ask(
-            b,
-            &mut self.model,
-            &self.tok,
-            self.vocab.as_ref(),
-            &r,
-            q,
-            &self.cfg,
-            on_text,
-        ))?)
-    }
-}
-
-/// Streams the `final_answer` string out of the JSON as it is written.
-#[derive(Default)]
-struct AnswerStream {
-    raw: String,
-    printed: usize,
-}
-
-impl AnswerStream {
-    fn push(&mut self, piece: &str, out: &mut impl Write) {
-        if piece.contains("{\"next_action\"") {
-            // A new round starts its object.
-            self.raw.clear();
-            self.printed = 0;
-        }
-        self.raw.push_str(piece);
-        const KEY: &str = "\"final_answer\":\"";
-        let Some(at) = self.raw.find(KEY) else { return };
-        let body = &self.raw[at + KEY.len()..];
-        let end = body.find('"').unwrap_or(body.len());
-        if end > self.printed && body.is_char_boundary(self.printed) && body.is_char_boundary(end) {
-            let _ = write!(out, "{}", &body[self.printed..end]);
-            let _ = out.flush();
-            self.printed = end;
-        }
+        Ok(pollster::block_on(self.inner.ask(b, q, on_text))?)
     }
 }
 
@@ -165,7 +104,11 @@ pub fn ask_on<B: Backend>(b: &B, a: &AskArgs, question: &str, json: bool) -> Res
     let mut stream = AnswerStream::default();
     let ans = s.ask(b, question, |piece| {
         if !json {
-            stream.push(piece, &mut stdout);
+            let shown = stream.push(piece);
+            if !shown.is_empty() {
+                let _ = write!(stdout, "{shown}");
+                let _ = stdout.flush();
+            }
         }
         true
     })?;
@@ -173,7 +116,7 @@ pub fn ask_on<B: Backend>(b: &B, a: &AskArgs, question: &str, json: bool) -> Res
         println!("{}", serde_json::to_string_pretty(&ans)?);
         return Ok(());
     }
-    if stream.printed == 0 {
+    if stream.shown() == 0 {
         print!("{}", ans.answer);
     }
     println!();

@@ -1,0 +1,327 @@
+//! What the page and the engine worker say to each other: JSON strings over `postMessage`,
+//! one tagged object each (`{"type":"ask",…}`), so both sides share these types.
+
+use lorekeeper_engine::answer::{Answer, AskConfig, Mode};
+use serde::{Deserialize, Serialize};
+
+/// The bundles a page offers (`bundles/index.json`, copied from `public/bundles/`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Catalog {
+    /// Offered bundles, the first is the default.
+    pub bundles: Vec<CatalogEntry>,
+}
+
+/// One bundle of the catalog.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CatalogEntry {
+    /// Stable id (chat history and settings are kept per id).
+    pub id: String,
+    /// Shown in the picker.
+    pub title: String,
+    /// Folder of `manifest.json` and the shards, relative to the page (e.g. `bundles/alice/`).
+    pub path: String,
+    /// One line about the story and the model.
+    #[serde(default)]
+    pub description: String,
+}
+
+impl CatalogEntry {
+    /// The folder with exactly one trailing slash.
+    pub fn base(&self) -> String {
+        format!("{}/", self.path.trim_end_matches('/'))
+    }
+}
+
+/// Parses `bundles/index.json`, naming what is wrong.
+pub fn parse_catalog(text: &str) -> Result<Catalog, String> {
+    let c: Catalog = serde_json::from_str(text)
+        .map_err(|e| format!("bundles/index.json is not a bundle list: {e}"))?;
+    for (i, b) in c.bundles.iter().enumerate() {
+        if b.id.trim().is_empty() || b.path.trim().is_empty() {
+            return Err(format!(
+                "bundles/index.json: bundle {} has an empty id or path",
+                i + 1
+            ));
+        }
+        if b.path.contains("://") || b.path.starts_with("//") {
+            return Err(format!(
+                "bundles/index.json: bundle '{}' points off this site ({}); bundles are fetched same-origin only",
+                b.id, b.path
+            ));
+        }
+    }
+    Ok(c)
+}
+
+/// What the reader controls per question.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// Answer protocol.
+    pub mode: Mode,
+    /// Sampling temperature (0 = greedy).
+    pub temperature: f32,
+    /// Most tokens generated per round.
+    pub max_tokens: usize,
+    /// Sampling seed (the same seed gives the same tokens as `lorekeeper ask --seed`).
+    pub seed: u64,
+    /// Constrained decoding (off: free decoding with truncation recovery).
+    pub grammar: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let cfg = AskConfig::default();
+        Settings {
+            mode: cfg.mode,
+            temperature: cfg.sampling.temperature,
+            max_tokens: 512,
+            seed: 0,
+            grammar: cfg.grammar,
+        }
+    }
+}
+
+impl Settings {
+    /// These settings over ASA's defaults.
+    pub fn apply(&self, cfg: &mut AskConfig) {
+        cfg.mode = self.mode;
+        cfg.sampling.temperature = self.temperature;
+        cfg.sampling.seed = self.seed;
+        cfg.max_tokens = self.max_tokens;
+        cfg.grammar = self.grammar;
+    }
+
+    /// The settings in range, or what is out of range.
+    pub fn check(&self) -> Result<(), String> {
+        if !(0.0..=2.0).contains(&self.temperature) || !self.temperature.is_finite() {
+            return Err(format!(
+                "temperature {} is outside 0 to 2",
+                self.temperature
+            ));
+        }
+        if !(1..=4096).contains(&self.max_tokens) {
+            return Err(format!(
+                "max tokens {} is outside 1 to 4096",
+                self.max_tokens
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Page → worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToWorker {
+    /// Check this device, then download (or read from the cache), verify and load the bundle.
+    Load {
+        /// The bundle.
+        bundle: CatalogEntry,
+    },
+    /// Answer a question.
+    Ask {
+        /// The question as typed.
+        question: String,
+        /// Settings for it.
+        settings: Settings,
+    },
+    /// Stop the generation under way (the answer so far is checked as usual).
+    Stop,
+    /// Destroy the GPU device, as a driver reset would (exercises recovery; tests use it).
+    LoseDevice,
+}
+
+/// Why something failed, so the page can say what to do about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailKind {
+    /// The browser has no WebGPU.
+    NoWebGpu,
+    /// The GPU lacks a limit the bundle needs.
+    Limits,
+    /// A download failed.
+    Network,
+    /// A shard failed its length or sha256 check.
+    Corrupt,
+    /// The bundle does not load (manifest, config, tokenizer, index).
+    Load,
+    /// The question was refused (empty, too long).
+    Question,
+    /// A question or load is already under way.
+    Busy,
+    /// The GPU device was lost; the page re-initialises the worker.
+    DeviceLost,
+    /// Anything else.
+    Internal,
+}
+
+/// Worker → page.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromWorker {
+    /// The worker's message handler is installed (messages sent earlier would be lost).
+    Alive,
+    /// The capability check passed; what the download will take.
+    Checked {
+        /// The adapter, e.g. `google swiftshader [BrowserWebGpu, Cpu]`.
+        adapter: String,
+        /// Largest storage binding the bundle needs, bytes.
+        binding_needed: u64,
+        /// The adapter's limit.
+        binding_limit: u64,
+        /// All shards, bytes.
+        bundle_bytes: u64,
+        /// Bytes already in this browser's cache.
+        cached_bytes: u64,
+        /// Free storage the browser reports, bytes (`None`: no estimate).
+        storage_free: Option<u64>,
+        /// Downloads will be kept for the next visit.
+        will_cache: bool,
+        /// Why they will not be, when they will not.
+        note: Option<String>,
+    },
+    /// Download progress (bytes verified so far, cached bytes included).
+    Progress {
+        /// Bytes done.
+        done: u64,
+        /// Bytes in all.
+        total: u64,
+        /// Bytes that came from the cache.
+        from_cache: u64,
+        /// Shards done.
+        files_done: usize,
+        /// Shards in all.
+        files: usize,
+    },
+    /// The bundle is loaded and ready for questions.
+    Loaded {
+        /// The adapter.
+        adapter: String,
+        /// Model in words (architecture, parameters, quantization).
+        model: String,
+        /// Story passages in the index.
+        passages: usize,
+        /// Query embedder kind (`None`: BM25 + graph only).
+        embedder: Option<String>,
+        /// Seconds from the load request to ready.
+        seconds: f64,
+        /// Every shard came from the cache (no network for the bundle).
+        all_cached: bool,
+        /// Storage note (quota exceeded, cache unavailable).
+        note: Option<String>,
+    },
+    /// Raw model output as it is generated.
+    Token {
+        /// The new text.
+        text: String,
+    },
+    /// The finished answer.
+    Answer {
+        /// Everything the engine knows about it.
+        answer: Box<Answer>,
+    },
+    /// Something failed.
+    Failed {
+        /// What kind of failure.
+        kind: FailKind,
+        /// In plain language, naming what is wrong.
+        message: String,
+    },
+}
+
+/// Encodes a message.
+pub fn encode<T: Serialize>(m: &T) -> String {
+    serde_json::to_string(m).unwrap_or_else(|e| {
+        format!("{{\"type\":\"failed\",\"kind\":\"internal\",\"message\":\"cannot encode a message: {e}\"}}")
+    })
+}
+
+/// Decodes a message, naming what is wrong.
+pub fn decode<T: for<'de> Deserialize<'de>>(text: &str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|e| format!("bad message ({e}): {}", cut(text, 120)))
+}
+
+fn cut(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        let m = ToWorker::Ask {
+            question: "Who stole the tarts?".into(),
+            settings: Settings::default(),
+        };
+        let s = encode(&m);
+        assert!(s.starts_with("{\"type\":\"ask\""), "{s}");
+        assert_eq!(decode::<ToWorker>(&s), Ok(m));
+        let f = FromWorker::Failed {
+            kind: FailKind::Corrupt,
+            message: "model-00000-abc.bin: sha256 is …".into(),
+        };
+        let back: FromWorker = decode(&encode(&f)).expect("decodes");
+        assert!(matches!(
+            back,
+            FromWorker::Failed {
+                kind: FailKind::Corrupt,
+                ..
+            }
+        ));
+        assert!(decode::<ToWorker>("{\"type\":\"dance\"}").is_err());
+    }
+
+    #[test]
+    fn settings_apply_and_check() {
+        let mut cfg = AskConfig::default();
+        let s = Settings {
+            mode: Mode::Refiner,
+            temperature: 0.0,
+            max_tokens: 64,
+            seed: 7,
+            grammar: false,
+        };
+        s.apply(&mut cfg);
+        assert_eq!(
+            (
+                cfg.mode,
+                cfg.sampling.temperature,
+                cfg.sampling.seed,
+                cfg.max_tokens,
+                cfg.grammar
+            ),
+            (Mode::Refiner, 0.0, 7, 64, false)
+        );
+        assert!(s.check().is_ok());
+        let bad = Settings {
+            temperature: f32::NAN,
+            ..Settings::default()
+        };
+        assert!(bad.check().is_err());
+        let bad = Settings {
+            max_tokens: 0,
+            ..Settings::default()
+        };
+        assert!(bad.check().unwrap_err().contains("max tokens 0"));
+    }
+
+    #[test]
+    fn catalog_is_checked() {
+        let c =
+            parse_catalog(r#"{"bundles":[{"id":"alice","title":"Alice","path":"bundles/alice"}]}"#)
+                .expect("parses");
+        assert_eq!(c.bundles[0].base(), "bundles/alice/");
+        assert!(parse_catalog(
+            r#"{"bundles":[{"id":"x","title":"X","path":"https://evil.example/b/"}]}"#
+        )
+        .unwrap_err()
+        .contains("same-origin"));
+        assert!(parse_catalog(r#"{"bundles":[{"id":"","title":"X","path":"b"}]}"#).is_err());
+        assert!(parse_catalog("not json")
+            .unwrap_err()
+            .contains("index.json"));
+    }
+}

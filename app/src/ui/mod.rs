@@ -1,0 +1,515 @@
+//! The page: a bundle picker, the capability check and download, the chat with streamed
+//! answers, and the evidence panel. All state lives in [`AppState`]'s signals; the engine runs
+//! in the worker ([`crate::worker`]), reached through [`EngineHandle`].
+
+mod answer;
+mod chat;
+mod evidence;
+mod picker;
+mod settings;
+mod status;
+
+use leptos::prelude::*;
+use lorekeeper_engine::answer::session::AnswerStream;
+use lorekeeper_engine::answer::Answer;
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{MessageEvent, Worker, WorkerOptions, WorkerType};
+
+use crate::format::RateMeter;
+use crate::protocol::{
+    decode, encode, parse_catalog, Catalog, CatalogEntry, FailKind, FromWorker, Settings, ToWorker,
+};
+use crate::web;
+
+/// Where the engine is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Phase {
+    /// Nothing loaded; the reader picks a bundle.
+    Idle,
+    /// Checking WebGPU, the adapter's limits and storage.
+    Checking,
+    /// Shards arriving.
+    Downloading,
+    /// Verified; weights going to the GPU.
+    Loading,
+    /// Ready for questions.
+    Ready,
+    /// The engine cannot run (the message says why).
+    Failed(FailKind, String),
+}
+
+/// What the capability check found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckInfo {
+    /// The adapter.
+    pub adapter: String,
+    /// Bytes of the bundle.
+    pub bundle_bytes: u64,
+    /// Bytes already cached.
+    pub cached_bytes: u64,
+    /// Free storage.
+    pub storage_free: Option<u64>,
+    /// Will be cached.
+    pub will_cache: bool,
+    /// Largest binding needed / the adapter's limit.
+    pub binding: (u64, u64),
+}
+
+/// Download progress with rate and time left.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProgressInfo {
+    /// Bytes done.
+    pub done: u64,
+    /// Bytes in all.
+    pub total: u64,
+    /// From the cache.
+    pub from_cache: u64,
+    /// Shards done / all.
+    pub files: (usize, usize),
+    /// Bytes per second over the network.
+    pub rate: Option<f64>,
+    /// Seconds left.
+    pub eta: Option<f64>,
+}
+
+/// The loaded bundle.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedInfo {
+    /// Adapter.
+    pub adapter: String,
+    /// Model in words.
+    pub model: String,
+    /// Passages in the index.
+    pub passages: usize,
+    /// Embedder kind.
+    pub embedder: Option<String>,
+    /// Seconds to load.
+    pub seconds: f64,
+    /// Nothing came from the network.
+    pub all_cached: bool,
+}
+
+/// One question and its answer.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Turn {
+    /// Sequence number (list key).
+    pub n: u64,
+    /// The question.
+    pub question: String,
+    /// Answer text streamed so far.
+    pub streamed: String,
+    /// Raw model output streamed so far.
+    pub raw: String,
+    /// The finished answer.
+    pub answer: Option<Answer>,
+    /// Why there is no answer.
+    pub error: Option<String>,
+}
+
+/// Every signal of the page (cheap to copy into closures).
+#[derive(Clone, Copy)]
+pub struct AppState {
+    /// Engine phase.
+    pub phase: RwSignal<Phase>,
+    /// The bundle chosen.
+    pub bundle: RwSignal<Option<CatalogEntry>>,
+    /// Capability check result.
+    pub check: RwSignal<Option<CheckInfo>>,
+    /// Download progress.
+    pub progress: RwSignal<Option<ProgressInfo>>,
+    /// The loaded bundle.
+    pub loaded: RwSignal<Option<LoadedInfo>>,
+    /// Notices (storage, GPU reset).
+    pub notice: RwSignal<Option<String>>,
+    /// The conversation.
+    pub turns: RwSignal<Vec<Turn>>,
+    /// A question is being answered.
+    pub asking: RwSignal<bool>,
+    /// Question settings.
+    pub settings: RwSignal<Settings>,
+    /// The evidence id the reader points at (highlighted in the panel).
+    pub focus: RwSignal<Option<String>>,
+    engine: StoredValue<EngineHandle, LocalStorage>,
+    meter: StoredValue<RateMeter>,
+    stream: StoredValue<AnswerStream>,
+}
+
+/// The worker and whether it listens yet.
+#[derive(Default)]
+pub struct EngineHandle {
+    worker: Option<Worker>,
+    alive: bool,
+    queued: Vec<ToWorker>,
+}
+
+const LAST_BUNDLE_KEY: &str = "lorekeeper.last-bundle";
+const SETTINGS_KEY: &str = "lorekeeper.settings";
+
+fn storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
+fn history_key(id: &str) -> String {
+    format!("lorekeeper.chat.{id}")
+}
+
+/// Reads a JSON value from localStorage.
+fn stored<T: for<'de> Deserialize<'de>>(key: &str) -> Option<T> {
+    let s = storage()?.get_item(key).ok().flatten()?;
+    serde_json::from_str(&s).ok()
+}
+
+/// Writes a JSON value to localStorage (quietly: history is a convenience).
+fn store<T: Serialize + ?Sized>(key: &str, v: &T) {
+    if let (Some(s), Ok(text)) = (storage(), serde_json::to_string(v)) {
+        let _ = s.set_item(key, &text);
+    }
+}
+
+impl AppState {
+    fn new() -> Self {
+        AppState {
+            phase: RwSignal::new(Phase::Idle),
+            bundle: RwSignal::new(None),
+            check: RwSignal::new(None),
+            progress: RwSignal::new(None),
+            loaded: RwSignal::new(None),
+            notice: RwSignal::new(None),
+            turns: RwSignal::new(Vec::new()),
+            asking: RwSignal::new(false),
+            settings: RwSignal::new(stored(SETTINGS_KEY).unwrap_or_default()),
+            focus: RwSignal::new(None),
+            engine: StoredValue::new_local(EngineHandle::default()),
+            meter: StoredValue::new(RateMeter::default()),
+            stream: StoredValue::new(AnswerStream::default()),
+        }
+    }
+
+    /// Sends a message, queueing it until the worker listens.
+    pub fn send(&self, m: ToWorker) {
+        self.engine.update_value(|h| match (&h.worker, h.alive) {
+            (Some(w), true) => {
+                if let Err(e) = w.post_message(&JsValue::from_str(&encode(&m))) {
+                    web_sys::console::error_1(&e);
+                }
+            }
+            _ => h.queued.push(m),
+        });
+    }
+
+    /// Starts a fresh worker (the old one, if any, is terminated).
+    pub fn restart_engine(&self) {
+        let st = *self;
+        let on = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+            if let Some(text) = ev.data().as_string() {
+                match decode::<FromWorker>(&text) {
+                    Ok(m) => st.on_message(m),
+                    Err(e) => web_sys::console::error_1(&JsValue::from_str(&e)),
+                }
+            }
+        });
+        let opts = WorkerOptions::new();
+        opts.set_type(WorkerType::Classic);
+        opts.set_name("lorekeeper-engine");
+        let worker = Worker::new_with_options("./worker-boot.js", &opts);
+        self.engine.update_value(|h| {
+            if let Some(w) = h.worker.take() {
+                w.terminate();
+            }
+            h.alive = false;
+            h.queued.clear();
+            match worker {
+                Ok(w) => {
+                    w.set_onmessage(Some(on.as_ref().unchecked_ref()));
+                    h.worker = Some(w);
+                }
+                Err(e) => {
+                    self.phase.set(Phase::Failed(
+                        FailKind::Internal,
+                        format!("the engine worker could not start: {}", web::js_error(&e)),
+                    ));
+                }
+            }
+        });
+        // The handler may be running right now (a lost device restarts the engine from
+        // inside it), so it is never dropped: one small closure per restart.
+        on.forget();
+    }
+
+    /// Checks, downloads and loads `b`.
+    pub fn load(&self, b: CatalogEntry) {
+        if self.engine.with_value(|h| h.worker.is_none()) {
+            self.restart_engine();
+        }
+        self.turns
+            .set(stored::<Vec<Turn>>(&history_key(&b.id)).unwrap_or_default());
+        store(LAST_BUNDLE_KEY, &b.id);
+        self.bundle.set(Some(b.clone()));
+        self.phase.set(Phase::Checking);
+        self.check.set(None);
+        self.progress.set(None);
+        self.loaded.set(None);
+        self.meter.set_value(RateMeter::default());
+        self.send(ToWorker::Load { bundle: b });
+    }
+
+    /// Cancels a download or load: the worker is replaced.
+    pub fn cancel(&self) {
+        self.restart_engine();
+        self.phase.set(Phase::Idle);
+        self.progress.set(None);
+    }
+
+    /// Asks a question.
+    pub fn ask(&self, question: String) {
+        let settings = self.settings.get_untracked();
+        store(SETTINGS_KEY, &settings);
+        self.stream.set_value(AnswerStream::default());
+        self.asking.set(true);
+        self.focus.set(None);
+        self.turns.update(|t| {
+            let n = t.last().map(|l| l.n + 1).unwrap_or(0);
+            t.push(Turn {
+                n,
+                question: question.clone(),
+                ..Turn::default()
+            });
+        });
+        self.send(ToWorker::Ask { question, settings });
+    }
+
+    fn save_history(&self) {
+        if let Some(b) = self.bundle.get_untracked() {
+            self.turns.with_untracked(|t| {
+                // Keep the last 50 finished turns.
+                let done: Vec<&Turn> = t.iter().filter(|t| t.answer.is_some()).collect();
+                let from = done.len().saturating_sub(50);
+                store(&history_key(&b.id), &done[from..]);
+            });
+        }
+    }
+
+    fn finish_turn(&self, f: impl FnOnce(&mut Turn)) {
+        self.turns.update(|t| {
+            if let Some(last) = t.last_mut() {
+                f(last);
+            }
+        });
+        self.asking.set(false);
+        self.save_history();
+    }
+
+    fn on_message(&self, m: FromWorker) {
+        match m {
+            FromWorker::Alive => {
+                let queued = self.engine.try_update_value(|h| {
+                    h.alive = true;
+                    std::mem::take(&mut h.queued)
+                });
+                for q in queued.unwrap_or_default() {
+                    self.send(q);
+                }
+            }
+            FromWorker::Checked {
+                adapter,
+                binding_needed,
+                binding_limit,
+                bundle_bytes,
+                cached_bytes,
+                storage_free,
+                will_cache,
+                note,
+            } => {
+                self.check.set(Some(CheckInfo {
+                    adapter,
+                    bundle_bytes,
+                    cached_bytes,
+                    storage_free,
+                    will_cache,
+                    binding: (binding_needed, binding_limit),
+                }));
+                if note.is_some() {
+                    self.notice.set(note);
+                }
+                self.phase.set(Phase::Downloading);
+            }
+            FromWorker::Progress {
+                done,
+                total,
+                from_cache,
+                files_done,
+                files,
+            } => {
+                let now = web::now_ms();
+                let (rate, eta) = self
+                    .meter
+                    .try_update_value(|m| {
+                        m.sample(now, done.saturating_sub(from_cache));
+                        (m.rate(), m.eta(total.saturating_sub(done)))
+                    })
+                    .unwrap_or((None, None));
+                self.progress.set(Some(ProgressInfo {
+                    done,
+                    total,
+                    from_cache,
+                    files: (files_done, files),
+                    rate,
+                    eta,
+                }));
+                if done >= total && files_done >= files {
+                    self.phase.set(Phase::Loading);
+                }
+            }
+            FromWorker::Loaded {
+                adapter,
+                model,
+                passages,
+                embedder,
+                seconds,
+                all_cached,
+                note,
+            } => {
+                self.loaded.set(Some(LoadedInfo {
+                    adapter,
+                    model,
+                    passages,
+                    embedder,
+                    seconds,
+                    all_cached,
+                }));
+                if note.is_some() {
+                    self.notice.set(note);
+                }
+                self.phase.set(Phase::Ready);
+            }
+            FromWorker::Token { text } => {
+                let shown = self
+                    .stream
+                    .try_update_value(|s| s.push(&text).to_string())
+                    .unwrap_or_default();
+                self.turns.update(|t| {
+                    if let Some(last) = t.last_mut() {
+                        last.raw.push_str(&text);
+                        last.streamed.push_str(&shown);
+                    }
+                });
+            }
+            FromWorker::Answer { answer } => {
+                self.finish_turn(|t| t.answer = Some(*answer));
+            }
+            FromWorker::Failed { kind, message } => self.on_failure(kind, message),
+        }
+    }
+
+    fn on_failure(&self, kind: FailKind, message: String) {
+        match kind {
+            FailKind::DeviceLost => {
+                if self.asking.get_untracked() {
+                    self.finish_turn(|t| {
+                        t.error = Some("The GPU was reset while answering; ask again.".into())
+                    });
+                }
+                self.notice.set(Some(format!(
+                    "The GPU device was lost ({message}). The engine restarted and is reloading the bundle from this browser's cache."
+                )));
+                self.restart_engine();
+                if let Some(b) = self.bundle.get_untracked() {
+                    self.phase.set(Phase::Checking);
+                    self.send(ToWorker::Load { bundle: b });
+                }
+            }
+            FailKind::Question | FailKind::Busy | FailKind::Internal
+                if self.asking.get_untracked() =>
+            {
+                self.finish_turn(|t| t.error = Some(message));
+            }
+            FailKind::Busy => self.notice.set(Some(message)),
+            _ => {
+                if self.asking.get_untracked() {
+                    self.finish_turn(|t| t.error = Some(message.clone()));
+                }
+                self.phase.set(Phase::Failed(kind, message));
+            }
+        }
+    }
+}
+
+/// A page error shown by the `ErrorBoundary`.
+#[derive(Clone, Debug)]
+pub struct PageError(pub String);
+
+impl std::fmt::Display for PageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PageError {}
+
+/// `bundles/index.json`.
+async fn fetch_catalog() -> Result<Catalog, PageError> {
+    let resp = web::fetch("bundles/index.json", true).await.map_err(|e| {
+        PageError(format!(
+            "{e}. The page has no bundle list; build one with ./run.sh."
+        ))
+    })?;
+    let text = web::text(resp).await.map_err(PageError)?;
+    parse_catalog(&text).map_err(PageError)
+}
+
+/// The whole page.
+#[component]
+pub fn App() -> impl IntoView {
+    let st = AppState::new();
+    provide_context(st);
+    st.restart_engine();
+    // Test hook (also handy in the console): destroy the GPU device as a driver reset would.
+    if let Some(w) = web_sys::window() {
+        let hook = Closure::<dyn Fn()>::new(move || st.send(ToWorker::LoseDevice));
+        let _ = js_sys::Reflect::set(&w, &"lorekeeperLoseDevice".into(), hook.as_ref());
+        hook.forget();
+    }
+    let catalog = LocalResource::new(fetch_catalog);
+    view! {
+        <header class="top">
+            <h1>"Lorekeeper"</h1>
+            <p class="tagline">"Questions about a story, answered from quoted passages — on your machine, offline."</p>
+        </header>
+        <main class="layout">
+            <section class="left">
+                <Transition fallback=|| view! { <p class="muted">"Loading the bundle list…"</p> }>
+                    <ErrorBoundary fallback=|errors| {
+                        view! {
+                            <div class="card error" role="alert">
+                                <h2>"No bundles"</h2>
+                                <ul>
+                                    {move || {
+                                        errors
+                                            .get()
+                                            .into_iter()
+                                            .map(|(_, e)| view! { <li>{e.to_string()}</li> })
+                                            .collect_view()
+                                    }}
+                                </ul>
+                            </div>
+                        }
+                    }>
+                        {move || {
+                            catalog
+                                .get()
+                                .map(|r| r.map(|c| view! { <picker::Picker catalog=c /> }))
+                        }}
+                    </ErrorBoundary>
+                </Transition>
+                <status::Status />
+                <chat::Chat />
+            </section>
+            <aside class="right">
+                <evidence::EvidencePanel />
+                <settings::SettingsPanel />
+            </aside>
+        </main>
+    }
+}

@@ -1,0 +1,212 @@
+//! Browser plumbing shared by the page and the worker: `fetch` with streamed progress, the
+//! Cache API, storage estimates, readable errors from JavaScript values.
+
+use js_sys::{Reflect, Uint8Array};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Cache, Request, RequestCache, RequestInit, Response};
+
+/// The cache that keeps bundle files between visits.
+pub const CACHE_NAME: &str = "lorekeeper-bundles-v1";
+
+/// A JavaScript error in words (`QuotaExceededError: …`, an `Error`'s message, or the value).
+pub fn js_error(e: &JsValue) -> String {
+    if let Some(d) = e.dyn_ref::<web_sys::DomException>() {
+        return format!("{}: {}", d.name(), d.message());
+    }
+    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
+        return String::from(err.message());
+    }
+    e.as_string().unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// The name of a `DOMException` (`QuotaExceededError`), if `e` is one.
+pub fn dom_error_name(e: &JsValue) -> Option<String> {
+    e.dyn_ref::<web_sys::DomException>().map(|d| d.name())
+}
+
+/// Milliseconds since an arbitrary origin (`performance.now()`).
+pub fn now_ms() -> f64 {
+    lorekeeper_engine::generate::now_ms()
+}
+
+fn get(o: &JsValue, k: &str) -> Option<JsValue> {
+    Reflect::get(o, &JsValue::from_str(k))
+        .ok()
+        .filter(|v| !v.is_undefined() && !v.is_null())
+}
+
+/// Calls the global `fetch` (page or worker).
+async fn global_fetch(req: &Request) -> Result<Response, String> {
+    let global = js_sys::global();
+    let f = get(&global, "fetch")
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        .ok_or("this browser has no fetch()")?;
+    let p = f
+        .call1(&global, req)
+        .map_err(|e| js_error(&e))?
+        .dyn_into::<js_sys::Promise>()
+        .map_err(|_| "fetch() did not return a promise".to_string())?;
+    let r = JsFuture::from(p).await.map_err(|e| js_error(&e))?;
+    r.dyn_into::<Response>()
+        .map_err(|_| "fetch() did not return a Response".into())
+}
+
+/// GETs `url` (same origin). `revalidate`: ask the server even if the HTTP cache has a copy
+/// (manifests); otherwise the HTTP cache may answer (content-addressed shards). A status other
+/// than 2xx is an error naming the URL and the status.
+pub async fn fetch(url: &str, revalidate: bool) -> Result<Response, String> {
+    let init = RequestInit::new();
+    init.set_method("GET");
+    if revalidate {
+        init.set_cache(RequestCache::NoCache);
+    }
+    let req = Request::new_with_str_and_init(url, &init).map_err(|e| js_error(&e))?;
+    let resp = global_fetch(&req)
+        .await
+        .map_err(|e| format!("could not download {url}: {e}"))?;
+    if !resp.ok() {
+        return Err(format!(
+            "could not download {url}: HTTP {} {}",
+            resp.status(),
+            resp.status_text()
+        ));
+    }
+    Ok(resp)
+}
+
+/// A response body as text.
+pub async fn text(resp: Response) -> Result<String, String> {
+    let p = resp.text().map_err(|e| js_error(&e))?;
+    JsFuture::from(p)
+        .await
+        .map_err(|e| js_error(&e))?
+        .as_string()
+        .ok_or_else(|| "the response is not text".into())
+}
+
+/// A response body as bytes, all at once.
+pub async fn bytes(resp: Response) -> Result<Vec<u8>, String> {
+    let p = resp.array_buffer().map_err(|e| js_error(&e))?;
+    let buf = JsFuture::from(p).await.map_err(|e| js_error(&e))?;
+    Ok(Uint8Array::new(&buf).to_vec())
+}
+
+/// A response body read chunk by chunk, calling `on_chunk(bytes)` as each arrives.
+/// `expected` preallocates (the manifest's size).
+pub async fn bytes_streamed(
+    resp: Response,
+    expected: usize,
+    mut on_chunk: impl FnMut(u64),
+) -> Result<Vec<u8>, String> {
+    let Some(body) = resp.body() else {
+        let b = bytes(resp).await?;
+        on_chunk(b.len() as u64);
+        return Ok(b);
+    };
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    let mut out = Vec::with_capacity(expected);
+    loop {
+        let r = JsFuture::from(reader.read())
+            .await
+            .map_err(|e| format!("the download broke off: {}", js_error(&e)))?;
+        if get(&r, "done").and_then(|d| d.as_bool()).unwrap_or(false) {
+            break;
+        }
+        let Some(v) = get(&r, "value") else { continue };
+        let chunk: Uint8Array = v.unchecked_into();
+        let n = chunk.length() as usize;
+        let start = out.len();
+        out.resize(start + n, 0);
+        chunk.copy_to(&mut out[start..]);
+        on_chunk(n as u64);
+    }
+    Ok(out)
+}
+
+/// Opens the bundle cache, or says why there is none (private mode, insecure origin).
+pub async fn open_cache() -> Result<Cache, String> {
+    let global = js_sys::global();
+    let caches: web_sys::CacheStorage = get(&global, "caches")
+        .ok_or("this browser offers no Cache API here (it needs https or localhost)")?
+        .unchecked_into();
+    let c = JsFuture::from(caches.open(CACHE_NAME))
+        .await
+        .map_err(|e| js_error(&e))?;
+    Ok(c.unchecked_into())
+}
+
+/// The cached response for `url`, if any.
+pub async fn cache_match(cache: &Cache, url: &str) -> Option<Response> {
+    let r = JsFuture::from(cache.match_with_str(url)).await.ok()?;
+    r.dyn_into::<Response>().ok()
+}
+
+/// Stores `data` as the response for `url`. The error keeps the `DOMException` so the caller
+/// can tell a full disk (`QuotaExceededError`) from anything else.
+pub async fn cache_put(cache: &Cache, url: &str, data: &[u8]) -> Result<(), JsValue> {
+    let arr = Uint8Array::from(data);
+    let resp = Response::new_with_opt_buffer_source(Some(&arr))?;
+    JsFuture::from(cache.put_with_str(url, &resp)).await?;
+    Ok(())
+}
+
+/// Deletes `url` from the cache (a corrupt copy, an old shard).
+pub async fn cache_delete(cache: &Cache, url: &str) {
+    let _ = JsFuture::from(cache.delete_with_str(url)).await;
+}
+
+/// Every URL in the cache.
+pub async fn cache_urls(cache: &Cache) -> Vec<String> {
+    let Ok(keys) = JsFuture::from(cache.keys()).await else {
+        return Vec::new();
+    };
+    js_sys::Array::from(&keys)
+        .iter()
+        .filter_map(|r| r.dyn_into::<Request>().ok())
+        .map(|r| r.url())
+        .collect()
+}
+
+/// Free storage in bytes (`quota − usage`), when the browser gives an estimate.
+pub async fn storage_free() -> Option<u64> {
+    let nav = get(&js_sys::global(), "navigator")?;
+    let storage: web_sys::StorageManager = get(&nav, "storage")?.unchecked_into();
+    let est = JsFuture::from(storage.estimate().ok()?).await.ok()?;
+    let quota = get(&est, "quota")?.as_f64()?;
+    let usage = get(&est, "usage").and_then(|u| u.as_f64()).unwrap_or(0.0);
+    Some((quota - usage).max(0.0) as u64)
+}
+
+/// Does this context expose `navigator.gpu`?
+pub fn has_webgpu() -> bool {
+    get(&js_sys::global(), "navigator")
+        .and_then(|n| get(&n, "gpu"))
+        .is_some()
+}
+
+/// `url` resolved against this script's location (the page or the worker script).
+pub fn absolute(url: &str) -> String {
+    let base = get(&js_sys::global(), "location")
+        .and_then(|l| get(&l, "href"))
+        .and_then(|h| h.as_string())
+        .unwrap_or_default();
+    web_sys::Url::new_with_base(url, &base)
+        .map(|u| u.href())
+        .unwrap_or_else(|_| url.to_string())
+}
+
+/// Resolves after `ms` milliseconds (`setTimeout`), letting queued events run.
+pub async fn sleep_ms(ms: i32) {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        let global = js_sys::global();
+        if let Some(f) =
+            get(&global, "setTimeout").and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        {
+            let _ = f.call2(&global, &resolve, &JsValue::from(ms));
+        } else {
+            let _ = resolve.call0(&JsValue::NULL);
+        }
+    });
+    let _ = JsFuture::from(p).await;
+}

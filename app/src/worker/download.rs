@@ -1,0 +1,319 @@
+//! Capability check, verified download with progress and caching, and the load into a session.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use lorekeeper_engine::bundle::{verify_shard, Manifest, ShardEntry, MANIFEST_FILE};
+use lorekeeper_engine::{EngineError, GpuContext, Requirements};
+use web_sys::Cache;
+
+use super::{base_config, fail, post, CONTEXT};
+use crate::protocol::{CatalogEntry, FailKind, FromWorker};
+use crate::web;
+use lorekeeper_engine::answer::session::Session;
+
+/// Downloads in flight at once.
+const PARALLEL: usize = 3;
+/// Progress messages at most this often.
+const PROGRESS_MS: f64 = 100.0;
+
+/// A loaded bundle.
+pub(super) struct Loaded {
+    pub gpu: Rc<GpuContext>,
+    pub session: Session<GpuContext>,
+    pub all_cached: bool,
+    pub note: Option<String>,
+}
+
+const NO_WEBGPU: &str = "This browser does not offer WebGPU, which Lorekeeper needs to run the \
+language model on your graphics card. Use a current Chrome, Edge or Safari, or Firefox with WebGPU \
+enabled, and check that hardware acceleration is on in the browser's settings.";
+
+/// What the GPU must offer for this bundle: the kernels' needs, and the manifest's largest
+/// binding and buffer when they are larger.
+fn requirements(m: &Manifest) -> Requirements {
+    let mut r = Requirements::default();
+    if let Some(model) = &m.model {
+        r.max_storage_binding = r
+            .max_storage_binding
+            .max(model.limits.max_storage_buffer_binding_size);
+        r.max_buffer = r.max_buffer.max(model.limits.max_buffer_size);
+    }
+    r
+}
+
+/// The manifest: from the network (revalidated, so a rebuilt bundle is seen), else from the
+/// cache (offline), and stored in the cache for the next visit.
+async fn manifest(base: &str, cache: Option<&Cache>) -> Result<(Manifest, String), FromWorker> {
+    let url = web::absolute(&format!("{base}{MANIFEST_FILE}"));
+    let bytes = match web::fetch(&url, true).await {
+        Ok(resp) => {
+            let b = web::bytes(resp)
+                .await
+                .map_err(|e| fail(FailKind::Network, format!("{url}: {e}")))?;
+            if let Some(c) = cache {
+                let _ = web::cache_put(c, &url, &b).await;
+            }
+            b
+        }
+        Err(net) => {
+            let cached = match cache {
+                Some(c) => match web::cache_match(c, &url).await {
+                    Some(r) => web::bytes(r).await.ok(),
+                    None => None,
+                },
+                None => None,
+            };
+            cached.ok_or_else(|| {
+                fail(
+                    FailKind::Network,
+                    format!("{net}. The bundle is not in this browser's cache either; build it with ./run.sh, or check the connection."),
+                )
+            })?
+        }
+    };
+    let m = Manifest::parse(&url, &bytes).map_err(|e| fail(FailKind::Load, e.to_string()))?;
+    m.validate(&url)
+        .map_err(|e| fail(FailKind::Load, e.to_string()))?;
+    Ok((m, url))
+}
+
+/// Shared download progress.
+struct Progress {
+    done: Cell<u64>,
+    from_cache: Cell<u64>,
+    files_done: Cell<usize>,
+    total: u64,
+    files: usize,
+    last: Cell<f64>,
+}
+
+impl Progress {
+    fn add(&self, n: u64, cached: bool) {
+        self.done.set(self.done.get() + n);
+        if cached {
+            self.from_cache.set(self.from_cache.get() + n);
+        }
+        let now = web::now_ms();
+        if now - self.last.get() >= PROGRESS_MS {
+            self.last.set(now);
+            self.post();
+        }
+    }
+
+    fn post(&self) {
+        post(&FromWorker::Progress {
+            done: self.done.get(),
+            total: self.total,
+            from_cache: self.from_cache.get(),
+            files_done: self.files_done.get(),
+            files: self.files,
+        });
+    }
+}
+
+/// The cache while it takes files: it stops taking them when storage runs out.
+struct Keep {
+    cache: Option<Cache>,
+    on: Cell<bool>,
+    note: RefCell<Option<String>>,
+}
+
+impl Keep {
+    async fn put(&self, url: &str, bytes: &[u8]) {
+        let Some(c) = self.cache.as_ref().filter(|_| self.on.get()) else {
+            return;
+        };
+        if let Err(e) = web::cache_put(c, url, bytes).await {
+            self.on.set(false);
+            let why = if web::dom_error_name(&e).as_deref() == Some("QuotaExceededError") {
+                "this browser's storage for the site is full".to_string()
+            } else {
+                web::js_error(&e)
+            };
+            *self.note.borrow_mut() = Some(format!(
+                "The bundle could not be kept for your next visit ({why}); it runs from memory this time and will be downloaded again."
+            ));
+        }
+    }
+}
+
+/// Reads a verified cached copy of a shard; a corrupt copy is deleted (and downloaded again).
+async fn from_cache(cache: Option<&Cache>, url: &str, e: &ShardEntry) -> Option<Vec<u8>> {
+    let c = cache?;
+    let resp = web::cache_match(c, url).await?;
+    let bytes = web::bytes(resp).await.ok()?;
+    if verify_shard(e, &bytes).is_ok() {
+        Some(bytes)
+    } else {
+        web::cache_delete(c, url).await;
+        None
+    }
+}
+
+/// Downloads one shard, streaming progress, and checks it against the manifest.
+async fn download(url: &str, e: &ShardEntry, p: &Progress) -> Result<Vec<u8>, FromWorker> {
+    let resp = web::fetch(url, false)
+        .await
+        .map_err(|m| fail(FailKind::Network, m))?;
+    let got = Cell::new(0u64);
+    let bytes = web::bytes_streamed(resp, e.bytes as usize, |n| {
+        got.set(got.get() + n);
+        p.add(n, false);
+    })
+    .await
+    .map_err(|m| fail(FailKind::Network, format!("{url}: {m}")))?;
+    verify_shard(e, &bytes).map_err(|err| {
+        // Take back what this shard added, so the bar does not pass 100 % on a retry.
+        p.done.set(p.done.get().saturating_sub(got.get()));
+        fail(
+            FailKind::Corrupt,
+            format!("{err}. The file on the server does not match the bundle's manifest; rebuild or re-upload the bundle."),
+        )
+    })?;
+    Ok(bytes)
+}
+
+/// Check, download, verify, load.
+pub(super) async fn load_bundle(entry: &CatalogEntry) -> Result<Loaded, FromWorker> {
+    // 1. WebGPU at all?
+    if !web::has_webgpu() {
+        return Err(fail(FailKind::NoWebGpu, NO_WEBGPU));
+    }
+    let base = entry.base();
+    let (cache, cache_note) = match web::open_cache().await {
+        Ok(c) => (Some(c), None),
+        Err(e) => (
+            None,
+            Some(format!(
+                "The bundle cannot be kept for your next visit: {e}."
+            )),
+        ),
+    };
+    // 2. The manifest, then the adapter against its needs.
+    let (manifest, manifest_url) = manifest(&base, cache.as_ref()).await?;
+    let gpu = GpuContext::new(requirements(&manifest))
+        .await
+        .map_err(|e| match e {
+            EngineError::NoAdapter(_) => fail(
+                FailKind::NoWebGpu,
+                format!("{NO_WEBGPU} (The browser said: {e}.)"),
+            ),
+            EngineError::AdapterLimits { .. } => fail(
+                FailKind::Limits,
+                format!("Your GPU cannot run this bundle. {e}"),
+            ),
+            other => fail(FailKind::Internal, other.to_string()),
+        })?;
+    let binding_needed = manifest
+        .model
+        .as_ref()
+        .map(|m| m.limits.max_storage_buffer_binding_size)
+        .unwrap_or(0);
+    // 3. What is cached already, and room for the rest.
+    let total: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
+    let p = Progress {
+        done: Cell::new(0),
+        from_cache: Cell::new(0),
+        files_done: Cell::new(0),
+        total,
+        files: manifest.shards.len(),
+        last: Cell::new(0.0),
+    };
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut missing: Vec<(String, &ShardEntry)> = Vec::new();
+    for e in &manifest.shards {
+        let url = web::absolute(&format!("{base}{}", e.file));
+        match from_cache(cache.as_ref(), &url, e).await {
+            Some(b) => {
+                p.files_done.set(p.files_done.get() + 1);
+                p.add(b.len() as u64, true);
+                files.insert(e.file.clone(), b);
+            }
+            None => missing.push((url, e)),
+        }
+    }
+    let cached_bytes = p.done.get();
+    let need: u64 = missing.iter().map(|(_, e)| e.bytes).sum();
+    let free = web::storage_free().await;
+    let mut note = cache_note;
+    let mut will_cache = cache.is_some();
+    if let (true, Some(f)) = (will_cache && need > 0, free) {
+        if f < need + (16 << 20) {
+            will_cache = false;
+            note = Some(format!(
+                "This browser has {} free for the site but the bundle needs {} more; it runs from memory this time and will be downloaded again next visit.",
+                crate::format::bytes(f),
+                crate::format::bytes(need)
+            ));
+        }
+    }
+    post(&FromWorker::Checked {
+        adapter: gpu.adapter_description(),
+        binding_needed,
+        binding_limit: gpu.limits().max_storage_buffer_binding_size as u64,
+        bundle_bytes: total,
+        cached_bytes,
+        storage_free: free,
+        will_cache,
+        note: note.clone(),
+    });
+    p.post();
+    // 4. The rest from the network, a few at a time, each verified before it is kept.
+    let keep = Keep {
+        cache: cache.clone(),
+        on: Cell::new(will_cache),
+        note: RefCell::new(None),
+    };
+    let fetched: Vec<(String, Vec<u8>)> = stream::iter(missing.iter())
+        .map(|(url, e)| {
+            let (p, keep) = (&p, &keep);
+            async move {
+                let b = download(url, e, p).await?;
+                keep.put(url, &b).await;
+                p.files_done.set(p.files_done.get() + 1);
+                p.post();
+                Ok::<_, FromWorker>((e.file.clone(), b))
+            }
+        })
+        .buffer_unordered(PARALLEL)
+        .try_collect()
+        .await?;
+    files.extend(fetched);
+    p.post();
+    if let Some(n) = keep.note.borrow().clone() {
+        note = Some(n);
+    }
+    // 5. Drop cached files of this bundle that the manifest no longer names (an older build).
+    if let Some(c) = &cache {
+        let prefix = web::absolute(&base);
+        for u in web::cache_urls(c).await {
+            let name = u.strip_prefix(&prefix).unwrap_or("");
+            if !name.is_empty()
+                && u != manifest_url
+                && !name.contains('/')
+                && manifest.shard(name).is_none()
+            {
+                web::cache_delete(c, &u).await;
+            }
+        }
+    }
+    // 6. The session (verifies every shard again as it takes it, then uploads the weights).
+    let session = Session::from_files(&gpu, &base, manifest, files, base_config(), CONTEXT)
+        .map_err(|e| {
+            let kind = if matches!(e, EngineError::DeviceLost(_)) {
+                FailKind::DeviceLost
+            } else {
+                FailKind::Load
+            };
+            fail(kind, e.to_string())
+        })?;
+    Ok(Loaded {
+        gpu: Rc::new(gpu),
+        session,
+        all_cached: need == 0,
+        note,
+    })
+}

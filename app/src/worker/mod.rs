@@ -1,0 +1,218 @@
+//! The engine's dedicated Web Worker. It owns the GPU device, the bundle and the session, and
+//! answers the page's [`ToWorker`] messages with [`FromWorker`] ones:
+//!
+//! 1. `load`: capability check (WebGPU present, adapter limits against the manifest's needs,
+//!    storage quota against what must be downloaded), then every shard from the cache or the
+//!    network (three at a time, streamed with progress), each checked against the manifest's
+//!    length and sha256 before it is kept; the verified bundle loads into an engine session.
+//! 2. `ask`: retrieval and generation, raw output streamed as `token` messages; `stop` ends
+//!    the generation between two tokens (readbacks yield to the event loop, so the message is
+//!    seen).
+//! 3. A lost device is reported as such; the page then starts a fresh worker, which reloads
+//!    the bundle from the cache.
+
+mod download;
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use lorekeeper_engine::answer::session::Session;
+use lorekeeper_engine::answer::AskConfig;
+use lorekeeper_engine::{EngineError, GpuContext};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+use crate::protocol::{decode, encode, CatalogEntry, FailKind, FromWorker, Settings, ToWorker};
+use crate::web;
+
+/// KV-cache positions per session (prompt + answer); ASA's 10000-token context is capped here.
+pub const CONTEXT: usize = 4096;
+
+/// Sends a message to the page.
+pub(crate) fn post(m: &FromWorker) {
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    if let Err(e) = scope.post_message(&JsValue::from_str(&encode(m))) {
+        web_sys::console::error_1(&e);
+    }
+}
+
+fn fail(kind: FailKind, message: impl Into<String>) -> FromWorker {
+    FromWorker::Failed {
+        kind,
+        message: message.into(),
+    }
+}
+
+#[derive(Default)]
+struct State {
+    busy: Cell<bool>,
+    stop: Cell<bool>,
+    gpu: RefCell<Option<Rc<GpuContext>>>,
+    session: RefCell<Option<Session<GpuContext>>>,
+}
+
+/// Marks the worker busy for as long as it lives.
+struct Busy(Rc<State>);
+
+impl Busy {
+    fn take(st: &Rc<State>) -> Option<Busy> {
+        if st.busy.replace(true) {
+            return None;
+        }
+        Some(Busy(st.clone()))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.set(false);
+    }
+}
+
+/// Installs the message handler and tells the page the worker listens.
+pub fn start() {
+    console_error_panic_hook::set_once();
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let st = Rc::new(State::default());
+    let on = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let Some(text) = ev.data().as_string() else {
+            post(&fail(
+                FailKind::Internal,
+                "the worker only takes JSON strings",
+            ));
+            return;
+        };
+        match decode::<ToWorker>(&text) {
+            Err(e) => post(&fail(FailKind::Internal, e)),
+            Ok(ToWorker::Stop) => st.stop.set(true),
+            Ok(ToWorker::LoseDevice) => {
+                if let Some(g) = st.gpu.borrow().as_ref() {
+                    web_sys::console::warn_1(&"lorekeeper: destroying the GPU device".into());
+                    g.device().destroy();
+                }
+            }
+            Ok(ToWorker::Load { bundle }) => match Busy::take(&st) {
+                Some(b) => wasm_bindgen_futures::spawn_local(load(b, bundle)),
+                None => post(&fail(
+                    FailKind::Busy,
+                    "the worker is busy; wait or press Stop",
+                )),
+            },
+            Ok(ToWorker::Ask { question, settings }) => match Busy::take(&st) {
+                Some(b) => wasm_bindgen_futures::spawn_local(ask(b, question, settings)),
+                None => post(&fail(
+                    FailKind::Busy,
+                    "a question or a download is under way; wait or press Stop",
+                )),
+            },
+        }
+    });
+    scope.set_onmessage(Some(on.as_ref().unchecked_ref()));
+    on.forget();
+    post(&FromWorker::Alive);
+}
+
+/// How an engine error reads to the page.
+fn classify(e: &EngineError, gpu: Option<&GpuContext>) -> FailKind {
+    match e {
+        EngineError::DeviceLost(_) => FailKind::DeviceLost,
+        EngineError::Question(_) => FailKind::Question,
+        _ if gpu.is_some_and(|g| matches!(g.check_errors(), Err(EngineError::DeviceLost(_)))) => {
+            FailKind::DeviceLost
+        }
+        _ => FailKind::Internal,
+    }
+}
+
+async fn ask(busy: Busy, question: String, settings: Settings) {
+    let st = busy.0.clone();
+    st.stop.set(false);
+    if let Err(e) = settings.check() {
+        post(&fail(FailKind::Question, e));
+        return;
+    }
+    let Some(gpu) = st.gpu.borrow().clone() else {
+        post(&fail(FailKind::Load, "no bundle is loaded yet"));
+        return;
+    };
+    // The session leaves its cell while it works (the busy flag keeps others out) and goes
+    // back when the answer is done.
+    let Some(mut sess) = st.session.borrow_mut().take() else {
+        post(&fail(FailKind::Load, "no bundle is loaded yet"));
+        return;
+    };
+    settings.apply(&mut sess.cfg);
+    let stop = st.clone();
+    let r = sess
+        .ask(&gpu, &question, |piece| {
+            post(&FromWorker::Token {
+                text: piece.to_string(),
+            });
+            !stop.stop.get()
+        })
+        .await;
+    *st.session.borrow_mut() = Some(sess);
+    match r {
+        Ok(a) => post(&FromWorker::Answer {
+            answer: Box::new(a),
+        }),
+        Err(e) => {
+            // A lost device shows first as a failed readback; its `lost` notice may still be
+            // queued behind it.
+            if classify(&e, Some(&gpu)) == FailKind::Internal {
+                web::sleep_ms(100).await;
+            }
+            post(&fail(classify(&e, Some(&gpu)), e.to_string()))
+        }
+    }
+    drop(busy);
+}
+
+async fn load(busy: Busy, entry: CatalogEntry) {
+    let st = busy.0.clone();
+    let t0 = web::now_ms();
+    // Free the old bundle's GPU memory before the new one arrives.
+    *st.session.borrow_mut() = None;
+    *st.gpu.borrow_mut() = None;
+    match download::load_bundle(&entry).await {
+        Ok(d) => {
+            let model = describe_model(&d.session);
+            let passages = d.session.index.story.chunks().len();
+            let embedder = d.session.embedder.as_ref().map(|e| e.spec.kind.clone());
+            post(&FromWorker::Loaded {
+                adapter: d.gpu.adapter_description(),
+                model,
+                passages,
+                embedder,
+                seconds: (web::now_ms() - t0) / 1e3,
+                all_cached: d.all_cached,
+                note: d.note,
+            });
+            *st.gpu.borrow_mut() = Some(d.gpu);
+            *st.session.borrow_mut() = Some(d.session);
+        }
+        Err(f) => post(&f),
+    }
+    drop(busy);
+}
+
+fn describe_model(s: &Session<GpuContext>) -> String {
+    let Some(m) = s.index.manifest.model.as_ref() else {
+        return "model".into();
+    };
+    let p = m.parameters as f64;
+    let size = if p >= 1e9 {
+        format!("{:.1}B", p / 1e9)
+    } else if p >= 1e6 {
+        format!("{:.0}M", p / 1e6)
+    } else {
+        format!("{:.0}K", p / 1e3)
+    };
+    format!("{} · {size} parameters · {}", m.architecture, m.quant.name())
+}
+
+/// Settings the session is loaded with (each question applies its own on top).
+fn base_config() -> AskConfig {
+    AskConfig::default()
+}

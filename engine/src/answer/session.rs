@@ -1,0 +1,212 @@
+//! A loaded bundle ready for questions: model, tokenizer, grammar vocabulary, story index and
+//! query embedder. The desktop build opens one from a folder, the web worker from the shard
+//! bytes it downloaded; both then call [`Session::ask`].
+
+use std::collections::BTreeMap;
+
+use super::grammar::GrammarVocab;
+use super::{ask, Answer, AskConfig, Retriever};
+use crate::backend::Backend;
+use crate::bundle::{BundlePart, IndexBundle, Manifest, ModelBundle, Quant, MANIFEST_FILE};
+use crate::embed::Embedder;
+use crate::error::{EngineError, Result};
+use crate::models::llama::{Config, Llama, LoadOptions};
+use crate::models::WeightFormat;
+use crate::tokenizer::Tokenizer;
+
+/// Everything a question needs, loaded once.
+pub struct Session<B: Backend> {
+    /// The decoder.
+    pub model: Llama<B>,
+    /// Its tokenizer.
+    pub tok: Tokenizer,
+    /// The grammar vocabulary (`None` when constrained decoding is off).
+    pub vocab: Option<GrammarVocab>,
+    /// The index part (story index, embedder weights).
+    pub index: IndexBundle,
+    /// The query embedder (`None` for a BM25 + graph index).
+    pub embedder: Option<Embedder<B>>,
+    /// Settings every question uses.
+    pub cfg: AskConfig,
+}
+
+/// The model config and tokenizer of a bundle's model part.
+pub fn bundle_config(bundle: &ModelBundle) -> Result<(Config, Tokenizer)> {
+    let m = bundle.model();
+    let src = format!("{}/{}", bundle.source, MANIFEST_FILE);
+    let cfg = Config::from_json(&src, &m.config.to_string())?;
+    let tok = Tokenizer::from_bundle(
+        &format!("{}/{}", bundle.source, m.tokenizer.shard),
+        bundle.tokenizer_json()?,
+        &m.tokenizer.meta,
+    )?;
+    Ok((cfg, tok))
+}
+
+/// The weight format a bundle's model is stored in: LQ4 for a q4 bundle, f32 otherwise (q8
+/// and f16 are dequantized at load).
+pub fn bundle_format(m: &Manifest) -> WeightFormat {
+    match m.model.as_ref().map(|m| m.quant) {
+        Some(Quant::Q4) => WeightFormat::Q4,
+        _ => WeightFormat::F32,
+    }
+}
+
+impl<B: Backend> Session<B> {
+    /// From the manifest and every shard's bytes (by file name, as the manifest names them):
+    /// verifies each shard, loads the model onto `b` with a KV cache of `ctx` positions, parses
+    /// the index and loads the query embedder. `source` names the bundle in errors.
+    pub fn from_files(
+        b: &B,
+        source: &str,
+        manifest: Manifest,
+        mut files: BTreeMap<String, Vec<u8>>,
+        cfg: AskConfig,
+        ctx: usize,
+    ) -> Result<Self> {
+        cfg.sampling.validate()?;
+        if cfg.max_tokens == 0 {
+            return Err(EngineError::Question(
+                "max_tokens must be at least 1".into(),
+            ));
+        }
+        // 1. Split the shards by part; each part verifies its own.
+        let index_files: BTreeMap<String, Vec<u8>> = manifest
+            .shards_of(BundlePart::Index)
+            .filter_map(|e| files.remove_entry(&e.file))
+            .collect();
+        let index = IndexBundle::new(source, manifest.clone(), index_files)?;
+        let format = bundle_format(&manifest);
+        // 2. The model: weights go to the backend; the shard bytes are dropped with `bundle`.
+        let (model, tok) = {
+            let bundle = ModelBundle::new(source, manifest, files)?;
+            let (mcfg, tok) = bundle_config(&bundle)?;
+            let opts = LoadOptions {
+                format,
+                ctx,
+                chunk: 256,
+            };
+            (Llama::load(b, mcfg, &bundle, opts)?, tok)
+        };
+        // 3. Grammar vocabulary and embedder.
+        let vocab = if cfg.grammar {
+            Some(GrammarVocab::new(&tok, model.cfg.vocab_size)?)
+        } else {
+            None
+        };
+        let embedder = index.embedder(b)?;
+        Ok(Session {
+            model,
+            tok,
+            vocab,
+            index,
+            embedder,
+            cfg,
+        })
+    }
+
+    /// Reads a bundle folder (`manifest.json` and every shard) and loads it.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open_dir(b: &B, dir: &std::path::Path, cfg: AskConfig, ctx: usize) -> Result<Self> {
+        let read = |p: &std::path::Path| {
+            std::fs::read(p).map_err(|e| EngineError::Io {
+                path: p.display().to_string(),
+                detail: e.to_string(),
+            })
+        };
+        let mpath = dir.join(MANIFEST_FILE);
+        let manifest = Manifest::parse(&mpath.display().to_string(), &read(&mpath)?)?;
+        let mut files = BTreeMap::new();
+        for e in &manifest.shards {
+            files.insert(e.file.clone(), read(&dir.join(&e.file))?);
+        }
+        Self::from_files(b, &dir.display().to_string(), manifest, files, cfg, ctx)
+    }
+
+    /// Answers one question with the session's settings; `on_text` streams the model's raw
+    /// output and stops generation when it returns `false`.
+    pub async fn ask(
+        &mut self,
+        b: &B,
+        question: &str,
+        on_text: impl FnMut(&str) -> bool,
+    ) -> Result<Answer> {
+        let r = Retriever {
+            index: &self.index.story,
+            embedder: self.embedder.as_ref(),
+        };
+        ask(
+            b,
+            &mut self.model,
+            &self.tok,
+            self.vocab.as_ref(),
+            &r,
+            question,
+            &self.cfg,
+            on_text,
+        )
+        .await
+    }
+}
+
+/// Pulls the `final_answer` string out of `grounded_action_v1` JSON as it streams, so a reader
+/// sees the answer appear while the model writes it (the desktop build and the page share it).
+#[derive(Clone, Debug, Default)]
+pub struct AnswerStream {
+    raw: String,
+    shown: usize,
+}
+
+impl AnswerStream {
+    /// Adds a piece of raw output; returns the answer text that became complete with it.
+    pub fn push(&mut self, piece: &str) -> &str {
+        if piece.contains("{\"next_action\"") {
+            // A new round starts its object.
+            self.raw.clear();
+            self.shown = 0;
+        }
+        self.raw.push_str(piece);
+        const KEY: &str = "\"final_answer\":\"";
+        let Some(at) = self.raw.find(KEY) else {
+            return "";
+        };
+        let body = &self.raw[at + KEY.len()..];
+        let end = body.find('"').unwrap_or(body.len());
+        if end > self.shown && body.is_char_boundary(self.shown) && body.is_char_boundary(end) {
+            let from = self.shown;
+            self.shown = end;
+            return &body[from..end];
+        }
+        ""
+    }
+
+    /// Bytes of answer text shown so far in this round.
+    pub fn shown(&self) -> usize {
+        self.shown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answer_stream_shows_only_the_final_answer() {
+        let mut s = AnswerStream::default();
+        let pieces = [
+            "{\"next_action\":\"answer_directly\",\"supported_facts\":[],",
+            "\"final_answer\":\"The ",
+            "Hatter",
+            " did.\"}",
+        ];
+        let shown: Vec<String> = pieces.iter().map(|p| s.push(p).to_string()).collect();
+        assert_eq!(shown.concat(), "The Hatter did.");
+        assert_eq!(shown[0], "");
+        // A second round starts over.
+        assert_eq!(
+            s.push("{\"next_action\":\"abstain\",\"final_answer\":\"No"),
+            "No"
+        );
+        assert_eq!(s.shown(), 2);
+    }
+}

@@ -1,0 +1,214 @@
+// The web app in a real headless Chromium (Debian's, WebGPU on SwiftShader), driven by
+// playwright-core. Run by tests/web-app/run.sh, which builds the site and the tiny bundles and
+// records the native engine's answer to the same question.
+//
+//   node tests/web-app/e2e.mjs URL NATIVE_JSON QUESTION [SCREENSHOT_DIR]
+//
+// Each check prints `ok - …` or `not ok - …`; the last line is `N passed, M failed`.
+import { chromium } from 'playwright-core';
+import { readFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const [url, nativePath, question, shots] = process.argv.slice(2);
+if (!url || !nativePath || !question) {
+  console.error('usage: e2e.mjs URL NATIVE_JSON QUESTION [SCREENSHOT_DIR]');
+  process.exit(2);
+}
+const native = JSON.parse(readFileSync(nativePath, 'utf8'));
+const SETTINGS = JSON.parse(process.env.E2E_SETTINGS || '{"seed":7,"temperature":0.7,"max_tokens":48}');
+const FLAGS = ['--headless=new', '--no-sandbox', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
+const LONG = 600_000;
+
+let passed = 0, failed = 0;
+function check(name, cond, detail = '') {
+  if (cond) { passed++; console.log(`ok - ${name}`); }
+  else { failed++; console.log(`not ok - ${name}${detail ? `\n    ${detail}` : ''}`); }
+}
+async function shot(page, name) {
+  if (!shots) return;
+  mkdirSync(shots, { recursive: true });
+  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: false });
+  console.log(`  screenshot ${join(shots, name + '.png')}`);
+}
+
+async function launch(webgpu) {
+  const args = [...FLAGS];
+  if (webgpu) args.push('--enable-unsafe-webgpu');
+  return chromium.launch({ executablePath: '/usr/bin/chromium', args });
+}
+
+async function newPage(browser) {
+  const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+  const page = await context.newPage();
+  page.on('pageerror', (e) => console.log(`  [pageerror] ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' || process.env.E2E_CONSOLE) console.log(`  [console.${m.type()}] ${m.text()}`);
+  });
+  return { context, page };
+}
+
+async function loadBundle(page, id) {
+  await page.waitForSelector('#bundle', { timeout: 60_000 });
+  await page.selectOption('#bundle', id);
+  await page.click('#load');
+}
+
+async function setSettings(page) {
+  await page.click('details.settings summary');
+  for (const [sel, v] of [['#seed', SETTINGS.seed], ['#temperature', SETTINGS.temperature], ['#max-tokens', SETTINGS.max_tokens]]) {
+    await page.fill(sel, String(v));
+    await page.dispatchEvent(sel, 'change');
+  }
+}
+
+async function ask(page, q) {
+  const before = await page.locator('.turn').count();
+  await page.fill('#question', q);
+  await page.click('#ask');
+  await page.waitForFunction((n) => {
+    const turns = document.querySelectorAll('.turn');
+    return turns.length > n && turns[turns.length - 1].querySelector('.answer-view, .turn-error');
+  }, before, { timeout: LONG });
+  return page.locator('.turn').last();
+}
+
+async function rawRounds(turn) {
+  return turn.locator('pre.raw').evaluateAll((els) =>
+    els.map((e) => ({ text: e.textContent, tokens: Number(e.dataset.tokens) })));
+}
+
+const nativeRounds = native.rounds
+  .filter((r) => r.raw_output.length > 0)
+  .map((r) => ({ text: r.raw_output, tokens: r.tokens }));
+
+function sameRounds(name, got) {
+  const same = JSON.stringify(got) === JSON.stringify(nativeRounds);
+  let detail = '';
+  if (!same) {
+    const a = got.map((r) => r.text).join('|'), b = nativeRounds.map((r) => r.text).join('|');
+    let i = 0; while (i < a.length && a[i] === b[i]) i++;
+    detail = `browser ${JSON.stringify(got.map((r) => r.tokens))} tokens, native ${JSON.stringify(nativeRounds.map((r) => r.tokens))}; `
+      + `they part at character ${i}: browser ${JSON.stringify(a.slice(i, i + 40))} vs native ${JSON.stringify(b.slice(i, i + 40))}`;
+  }
+  check(name, same && got.length > 0, detail);
+}
+
+// 1. WebGPU: load with progress, answer, evidence, inert markup.
+{
+  const browser = await launch(true);
+  const { context, page } = await newPage(browser);
+  await page.goto(url);
+
+  // A throttled copy of the bundle, to see the download in progress.
+  await loadBundle(page, 'tiny-slow');
+  await page.waitForFunction(() => {
+    const p = document.querySelector('#download-progress');
+    return p && Number(p.value) > 15 && Number(p.value) < 85;
+  }, null, { timeout: 120_000 });
+  const mid = await page.textContent('#progress-text');
+  check('progress shows bytes, files and a rate while downloading', /%.*of.*files/.test(mid) && /\/s/.test(mid), mid);
+  await shot(page, 'loading');
+  await page.waitForSelector('#phase.ready', { timeout: LONG });
+
+  await loadBundle(page, 'tiny');
+  await page.waitForSelector('#phase.ready', { timeout: LONG });
+  const pct = await page.$eval('#download-progress', (p) => Number(p.value));
+  check('download progress reaches 100 %', pct === 100, `progress ${pct}`);
+  const loaded = await page.textContent('#loaded');
+  check('the loaded bundle is described', /passages/.test(loaded), loaded);
+
+  await setSettings(page);
+  const turn = await ask(page, question);
+  const got = await rawRounds(turn);
+  sameRounds('the answer\'s tokens equal the native engine\'s for the same seed', got);
+  const action = await turn.locator('.answer-view').getAttribute('data-action');
+  check('the final action equals the native one', action === native.final_action, `${action} vs ${native.final_action}`);
+
+  const ev = await page.locator('#evidence article.evidence').evaluateAll((els) =>
+    els.map((e) => ({ id: e.dataset.id, text: e.querySelector('.passage').textContent })));
+  const nativeEv = native.evidence.map((e) => ({ id: e.id, text: e.text }));
+  check('the evidence panel shows the passages the engine retrieved', JSON.stringify(ev) === JSON.stringify(nativeEv),
+    `${ev.length} shown, ${nativeEv.length} native`);
+  const evText = await page.textContent('#evidence');
+  check('corpus markup is shown as text', evText.includes('<script>window.__lorekeeperPwned = 1</script>')
+    && evText.includes("<img src='x' onerror="), evText.slice(0, 200));
+  const pwned = await page.evaluate(() => window.__lorekeeperPwned);
+  const elements = await page.evaluate(() => document.querySelectorAll('#evidence script, #evidence img, .turns script, .turns img').length);
+  check('corpus and model markup stays inert (no script ran, no element created)', pwned === undefined && elements === 0,
+    `pwned=${pwned}, elements=${elements}`);
+  await shot(page, 'answer');
+
+  // 2. Abstention: nothing in the story matches.
+  const none = await ask(page, 'xylophone quantum zeppelin');
+  const noneAction = await none.locator('.answer-view').getAttribute('data-action');
+  check('a question the story cannot answer abstains', noneAction === 'abstain', noneAction);
+  await shot(page, 'abstention');
+
+  // 3. Empty and oversized questions are refused before they are sent.
+  await page.fill('#question', '   ');
+  check('an empty question cannot be sent', await page.isDisabled('#ask'));
+  await page.fill('#question', 'x'.repeat(2001));
+  check('a question over 2000 characters cannot be sent', await page.isDisabled('#ask')
+    && (await page.textContent('.ask')).includes('limited to 2000'));
+  await page.fill('#question', '');
+
+  // 4. A reload with the network to the bundle blocked: everything from the cache.
+  let bundleRequests = 0;
+  await page.route('**/bundles/tiny/**', (r) => { bundleRequests++; return r.abort(); });
+  await page.reload();
+  await page.waitForSelector('#phase.ready', { timeout: LONG });
+  const again = await page.textContent('#loaded');
+  check('after a reload the bundle loads from the cache with the network blocked', again.includes("from this browser's cache"),
+    `${again} (${bundleRequests} blocked requests)`);
+  check('the chat history survives the reload', (await page.locator('.turn').count()) >= 2);
+  await setSettings(page);
+  sameRounds('the cached bundle answers with the same tokens', await rawRounds(await ask(page, question)));
+  await page.unroute('**/bundles/tiny/**');
+
+  // 5. A lost GPU device (in a fresh page): the page starts a fresh worker and reloads the
+  //    bundle from the cache.
+  {
+    const { context: c2, page: p2 } = await newPage(browser);
+    await p2.goto(url);
+    await loadBundle(p2, 'tiny');
+    await p2.waitForSelector('#phase.ready', { timeout: LONG });
+    await setSettings(p2);
+    await p2.evaluate(() => window.lorekeeperLoseDevice());
+    const lost = await ask(p2, question);
+    const lostText = await lost.textContent();
+    await p2.waitForSelector('#notice', { timeout: LONG });
+    await p2.waitForSelector('#phase.ready', { timeout: LONG });
+    const notice = await p2.textContent('#notice');
+    check('a lost device is reported and the engine re-initialises without a page reload',
+      /GPU device was lost/.test(notice) && /GPU was reset/.test(lostText), `${notice} | ${lostText.slice(0, 160)}`);
+    sameRounds('after the device loss the same question gets the same tokens', await rawRounds(await ask(p2, question)));
+    await c2.close();
+  }
+
+  // 6. A corrupted shard.
+  await loadBundle(page, 'tiny-corrupt');
+  await page.waitForSelector('#load-error', { timeout: LONG });
+  const err = await page.textContent('#load-error');
+  check('a corrupted shard gives a clear error naming the shard', /sha256/.test(err) && /model-\d+-[0-9a-f]+\.bin/.test(err), err);
+  await shot(page, 'error-corrupt');
+  await context.close();
+  await browser.close();
+}
+
+// 7. A browser without WebGPU.
+{
+  const browser = await launch(false);
+  const { context, page } = await newPage(browser);
+  await page.goto(url);
+  await loadBundle(page, 'tiny');
+  await page.waitForSelector('#load-error', { timeout: 120_000 });
+  const err = await page.textContent('#load-error');
+  check('without WebGPU the page says so plainly', /can't run Lorekeeper/.test(err) && /WebGPU/.test(err), err);
+  await shot(page, 'error-no-webgpu');
+  await context.close();
+  await browser.close();
+}
+
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The web app's browser test (issue 7): builds the site with Trunk, two tiny bundles from the
+# tiny Qwen3 fixture (f32 weights, byte-level vocabulary) over a short corpus with hostile
+# markup, records the native engine's answer to the test question, serves everything on
+# 127.0.0.1 and drives Debian's headless Chromium through tests/web-app/e2e.mjs.
+#   SCREENSHOTS=docs/screenshots tests/web-app/run.sh   also writes the screenshots.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+export PATH="$root/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/xdg-runtime-$(id -u)}"
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+# LOREKEEPER_WEBAPP_WORK=DIR keeps the bundles and the site there (for debugging).
+work="${LOREKEEPER_WEBAPP_WORK:-$(mktemp -d /tmp/lorekeeper-webapp.XXXXXX)}"
+mkdir -p "$work" && rm -rf "$work/site"
+server=
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; [ -n "${LOREKEEPER_WEBAPP_WORK:-}" ] || rm -rf "$work"; }
+trap cleanup EXIT
+
+question="What did the visitor leave in the logbook?"
+
+echo "== web app: native binaries and the tiny bundle =="
+cargo build --quiet -p index-builder -p lorekeeper-app --bin index-builder --bin lorekeeper
+bin=target/debug
+"$bin/index-builder" model --base tests/fixtures/qwen3-lora/base --quant f32 --out "$work/tiny" >/dev/null
+"$bin/index-builder" index --corpus tests/web-app/corpus.md --out "$work/tiny" >/dev/null
+"$bin/lorekeeper" ask --bundle "$work/tiny" --backend cpu --json --seed 7 --temperature 0.7 \
+  --max-tokens 48 "$question" > "$work/native.json"
+
+echo "== web app: trunk build --release =="
+trunk build --release
+site="$work/site"
+cp -r dist "$site"
+cp -r "$work/tiny" "$site/bundles/tiny"
+cp -r "$work/tiny" "$site/bundles/tiny-slow"
+cp -r "$work/tiny" "$site/bundles/tiny-corrupt"
+# One flipped byte in the middle of the model shard.
+shard=$(ls "$site/bundles/tiny-corrupt"/model-*.bin | head -1)
+python3 - "$shard" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[len(b) // 2] ^= 0x5A
+open(p, "wb").write(bytes(b))
+PY
+cat > "$site/bundles/index.json" <<'JSON'
+{"bundles": [
+  {"id": "tiny", "title": "Test: tiny Qwen3 over the lighthouse story", "path": "bundles/tiny/", "description": "Random weights; for the browser test."},
+  {"id": "tiny-slow", "title": "Test: the same, served slowly", "path": "bundles/tiny-slow/", "description": "Throttled download."},
+  {"id": "tiny-corrupt", "title": "Test: the same with a damaged shard", "path": "bundles/tiny-corrupt/", "description": "One flipped byte."}
+]}
+JSON
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 tests/web-app/serve.py "$site" --port "$port" --throttle /bundles/tiny-slow/model-=60000 &
+server=$!
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.2; done
+
+echo "== web app: headless Chromium =="
+node tests/web-app/e2e.mjs "http://127.0.0.1:$port/" "$work/native.json" "$question" "${SCREENSHOTS:-}"
