@@ -183,6 +183,24 @@ function sameRounds(name, got) {
     check('a lost device is reported and the engine re-initialises without a page reload',
       /GPU device was lost/.test(notice) && /GPU was reset/.test(lostText), `${notice} | ${lostText.slice(0, 160)}`);
     sameRounds('after the device loss the same question gets the same tokens', await rawRounds(await ask(p2, question)));
+
+    // Stop: a long answer is cut short and still checked.
+    await p2.fill('#max-tokens', '400');
+    await p2.dispatchEvent('#max-tokens', 'change');
+    const n = await p2.locator('.turn').count();
+    await p2.fill('#question', question);
+    await p2.click('#ask');
+    await p2.waitForSelector('#streaming', { timeout: LONG });
+    await p2.waitForTimeout(1500);
+    await p2.click('#stop');
+    await p2.waitForFunction((n) => {
+      const t = document.querySelectorAll('.turn');
+      return t.length > n && t[t.length - 1].querySelector('.answer-view, .turn-error');
+    }, n, { timeout: LONG });
+    const stopped = await rawRounds(p2.locator('.turn').last());
+    const used = stopped.reduce((a, r) => a + r.tokens, 0);
+    check('Stop ends the generation early and the answer is still shown', used < 400 && stopped.length > 0,
+      `${used} tokens in ${stopped.length} round(s)`);
     await c2.close();
   }
 

@@ -114,13 +114,10 @@ pub fn start() {
 }
 
 /// How an engine error reads to the page.
-fn classify(e: &EngineError, gpu: Option<&GpuContext>) -> FailKind {
+fn classify(e: &EngineError) -> FailKind {
     match e {
         EngineError::DeviceLost(_) => FailKind::DeviceLost,
         EngineError::Question(_) => FailKind::Question,
-        _ if gpu.is_some_and(|g| matches!(g.check_errors(), Err(EngineError::DeviceLost(_)))) => {
-            FailKind::DeviceLost
-        }
         _ => FailKind::Internal,
     }
 }
@@ -153,18 +150,19 @@ async fn ask(busy: Busy, question: String, settings: Settings) {
         })
         .await;
     *st.session.borrow_mut() = Some(sess);
+    // A lost device does not fail the reads that follow it: WebGPU maps succeed (with zeros)
+    // and only `device.lost` says what happened, a moment later. So an answer is posted only
+    // once the device is known to have survived it.
+    web::sleep_ms(50).await;
+    if let Err(lost @ EngineError::DeviceLost(_)) = gpu.check_errors() {
+        post(&fail(FailKind::DeviceLost, lost.to_string()));
+        return;
+    }
     match r {
         Ok(a) => post(&FromWorker::Answer {
             answer: Box::new(a),
         }),
-        Err(e) => {
-            // A lost device shows first as a failed readback; its `lost` notice may still be
-            // queued behind it.
-            if classify(&e, Some(&gpu)) == FailKind::Internal {
-                web::sleep_ms(100).await;
-            }
-            post(&fail(classify(&e, Some(&gpu)), e.to_string()))
-        }
+        Err(e) => post(&fail(classify(&e), e.to_string())),
     }
     drop(busy);
 }
@@ -209,7 +207,11 @@ fn describe_model(s: &Session<GpuContext>) -> String {
     } else {
         format!("{:.0}K", p / 1e3)
     };
-    format!("{} · {size} parameters · {}", m.architecture, m.quant.name())
+    format!(
+        "{} · {size} parameters · {}",
+        m.architecture,
+        m.quant.name()
+    )
 }
 
 /// Settings the session is loaded with (each question applies its own on top).
