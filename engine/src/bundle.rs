@@ -506,11 +506,12 @@ fn take_part(
     Ok(shards)
 }
 
-/// Reads `manifest.json` and the shards of `part` from a bundle folder.
+/// Reads `manifest.json` and the shards of `part` (every shard for `None`) from a bundle
+/// folder.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn read_dir_part(
     dir: &std::path::Path,
-    part: BundlePart,
+    part: Option<BundlePart>,
 ) -> Result<(Manifest, BTreeMap<String, Vec<u8>>)> {
     let read = |p: &std::path::Path| {
         std::fs::read(p).map_err(|e| EngineError::Io {
@@ -521,7 +522,11 @@ pub fn read_dir_part(
     let mpath = dir.join(MANIFEST_FILE);
     let manifest = Manifest::parse(&mpath.display().to_string(), &read(&mpath)?)?;
     let mut files = BTreeMap::new();
-    for e in manifest.shards_of(part) {
+    for e in manifest
+        .shards
+        .iter()
+        .filter(|e| part.is_none_or(|p| e.part == p))
+    {
         files.insert(e.file.clone(), read(&dir.join(&e.file))?);
     }
     Ok((manifest, files))
@@ -659,7 +664,7 @@ impl ModelBundle {
     /// Reads `manifest.json` and every model shard from a folder.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open_dir(dir: &std::path::Path) -> Result<ModelBundle> {
-        let (manifest, files) = read_dir_part(dir, BundlePart::Model)?;
+        let (manifest, files) = read_dir_part(dir, Some(BundlePart::Model))?;
         Self::new(&dir.display().to_string(), manifest, files)
     }
 
@@ -742,7 +747,7 @@ impl IndexBundle {
     /// Reads `manifest.json` and every index shard from a folder.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open_dir(dir: &std::path::Path) -> Result<IndexBundle> {
-        let (manifest, files) = read_dir_part(dir, BundlePart::Index)?;
+        let (manifest, files) = read_dir_part(dir, Some(BundlePart::Index))?;
         Self::new(&dir.display().to_string(), manifest, files)
     }
 

@@ -24,12 +24,14 @@ use serde::{Deserialize, Serialize};
 use crate::backend::Backend;
 use crate::embed::Embedder;
 use crate::error::{EngineError, Result};
-use crate::generate::{generate_with, now_ms, Constraint, GenerateOptions, SamplingParams};
+use crate::generate::{
+    generate_with, now_ms, Constraint, GenerateOptions, Generation, SamplingParams,
+};
 use crate::models::llama::Llama;
 use crate::retrieval::{Sources, StoryIndex};
 use crate::tokenizer::{Role, Tokenizer};
 use evidence::{BriefLimits, Evidence};
-use grammar::{GrammarVocab, TextCaps};
+use grammar::{Closers, GrammarVocab, TextCaps};
 use recover::ParseOutcome;
 use schema::{GroundedAction, NextAction};
 use validate::{Caps, Checked};
@@ -245,6 +247,43 @@ impl Answer {
     }
 }
 
+/// Generates from `ids`, under `grammar` (its vocabulary, the Lark text, how it closes) when one
+/// is given; the mask times are added to `mask_ms`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn generate_under<B: Backend>(
+    b: &B,
+    model: &mut Llama<B>,
+    tok: &Tokenizer,
+    grammar: Option<(&GrammarVocab, &str, Closers)>,
+    ids: &[u32],
+    opts: &GenerateOptions,
+    mask_ms: &mut Vec<f64>,
+    on_text: impl FnMut(&str) -> bool,
+) -> Result<Generation> {
+    let mut gc = match grammar {
+        Some((v, g, closers)) => {
+            let mut c = v.constraint(g)?;
+            c.closers = closers;
+            Some(c)
+        }
+        None => None,
+    };
+    let gen = generate_with(
+        b,
+        model,
+        tok,
+        ids,
+        opts,
+        gc.as_mut().map(|g| g as &mut dyn Constraint),
+        on_text,
+    )
+    .await?;
+    if let Some(g) = &gc {
+        mask_ms.extend_from_slice(&g.mask_ms);
+    }
+    Ok(gen)
+}
+
 /// Checks the question: trimmed, non-empty, not over the limit.
 pub fn check_question(q: &str, max_chars: usize) -> Result<String> {
     let q = prompt::defang(q).replace('\n', " ");
@@ -437,26 +476,24 @@ pub async fn ask<B: Backend>(
             sampling: cfg.sampling.clone(),
             stop: Vec::new(),
         };
-        let mut gc = match vocab {
-            Some(v) => {
-                let g = grammar::build_grammar(&out.evidence[..shown], &cfg.caps, &cfg.text_caps)?;
-                Some(v.constraint(&g)?)
-            }
+        let g = match vocab {
+            Some(v) => Some((
+                v,
+                grammar::build_grammar(&out.evidence[..shown], &cfg.caps, &cfg.text_caps)?,
+            )),
             None => None,
         };
-        let gen = generate_with(
+        let gen = generate_under(
             b,
             model,
             tok,
+            g.as_ref().map(|(v, g)| (*v, g.as_str(), Closers::JSON)),
             &ids,
             &opts,
-            gc.as_mut().map(|g| g as &mut dyn Constraint),
+            &mut mask_ms,
             &mut on_text,
         )
         .await?;
-        if let Some(g) = &gc {
-            mask_ms.extend_from_slice(&g.mask_ms);
-        }
         out.timings.prefill_s += gen.prefill_s;
         out.timings.decode_s += gen.decode_s;
         r.raw_output = if vocab.is_none() {

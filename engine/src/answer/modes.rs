@@ -17,10 +17,10 @@ use super::grammar::{Closers, GrammarVocab};
 use super::recover::ParseOutcome;
 use super::schema::{GroundedAction, Hypothesis, NextAction};
 use super::validate::{content_words, RefCheck};
-use super::{prompt, AskConfig, FinalFact, Retriever, Round};
+use super::{generate_under, prompt, AskConfig, FinalFact, Retriever, Round};
 use crate::backend::Backend;
 use crate::error::{EngineError, Result};
-use crate::generate::{generate_with, Constraint, GenerateOptions, Generation};
+use crate::generate::{GenerateOptions, Generation};
 use crate::models::llama::Llama;
 use crate::retrieval::Sources;
 use crate::tokenizer::{Role, Tokenizer};
@@ -242,6 +242,22 @@ pub(crate) struct ModeOutcome {
     pub decode_s: f64,
 }
 
+impl ModeOutcome {
+    /// Nothing yet: an abstention until the protocol produces a checked answer.
+    fn abstaining(question: &str) -> Self {
+        ModeOutcome {
+            rounds: Vec::new(),
+            final_action: NextAction::Abstain,
+            answer: prompt::abstain_text(question).into(),
+            facts: Vec::new(),
+            abstain_reason: None,
+            mask_ms: Vec::new(),
+            prefill_s: 0.0,
+            decode_s: 0.0,
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn run_turn<B: Backend>(
     b: &B,
@@ -272,28 +288,17 @@ async fn run_turn<B: Backend>(
             Vec::new()
         },
     };
-    let mut gc = match vocab {
-        Some(v) => {
-            let mut c = v.constraint(grammar.0)?;
-            c.closers = grammar.1;
-            Some(c)
-        }
-        None => None,
-    };
-    let gen = generate_with(
+    generate_under(
         b,
         model,
         tok,
+        vocab.map(|v| (v, grammar.0, grammar.1)),
         &ids,
         &opts,
-        gc.as_mut().map(|g| g as &mut dyn Constraint),
+        mask_ms,
         &mut *on_text,
     )
-    .await?;
-    if let Some(g) = &gc {
-        mask_ms.extend_from_slice(&g.mask_ms);
-    }
-    Ok(gen)
+    .await
 }
 
 fn round(
@@ -349,14 +354,10 @@ pub(crate) async fn refiner<B: Backend>(
     let (parsed, outcome) = parse_refiner(&gen.text);
     let mut r = round(question, shown, gen.text.clone(), outcome, gen.tokens.len());
     let mut out = ModeOutcome {
-        rounds: Vec::new(),
-        final_action: NextAction::Abstain,
-        answer: prompt::abstain_text(question).into(),
-        facts: Vec::new(),
-        abstain_reason: None,
         mask_ms,
         prefill_s: gen.prefill_s,
         decode_s: gen.decode_s,
+        ..ModeOutcome::abstaining(question)
     };
     match parsed {
         None => {
@@ -415,16 +416,7 @@ pub(crate) async fn react<B: Backend>(
     cfg: &AskConfig,
     mut on_text: impl FnMut(&str) -> bool,
 ) -> Result<ModeOutcome> {
-    let mut out = ModeOutcome {
-        rounds: Vec::new(),
-        final_action: NextAction::Abstain,
-        answer: prompt::abstain_text(question).into(),
-        facts: Vec::new(),
-        abstain_reason: None,
-        mask_ms: Vec::new(),
-        prefill_s: 0.0,
-        decode_s: 0.0,
-    };
+    let mut out = ModeOutcome::abstaining(question);
     let mut transcript = String::new();
     let mut last: Vec<ReactAction> = Vec::new();
     for step in 1..=cfg.react_steps.max(1) {

@@ -108,18 +108,7 @@ impl<B: Backend> Session<B> {
     /// Reads a bundle folder (`manifest.json` and every shard) and loads it.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open_dir(b: &B, dir: &std::path::Path, cfg: AskConfig, ctx: usize) -> Result<Self> {
-        let read = |p: &std::path::Path| {
-            std::fs::read(p).map_err(|e| EngineError::Io {
-                path: p.display().to_string(),
-                detail: e.to_string(),
-            })
-        };
-        let mpath = dir.join(MANIFEST_FILE);
-        let manifest = Manifest::parse(&mpath.display().to_string(), &read(&mpath)?)?;
-        let mut files = BTreeMap::new();
-        for e in &manifest.shards {
-            files.insert(e.file.clone(), read(&dir.join(&e.file))?);
-        }
+        let (manifest, files) = crate::bundle::read_dir_part(dir, None)?;
         Self::from_files(b, &dir.display().to_string(), manifest, files, cfg, ctx)
     }
 
