@@ -57,6 +57,31 @@ pub struct AttnShape {
     pub causal: bool,
 }
 
+/// Shape of a gated-delta-rule call (Qwen3.5's linear attention): `tokens` steps over
+/// `qkv[tokens][2*k_heads*k_dim + v_heads*v_dim]` (query, key, value of every head, in that
+/// order), each value head `h` reading key head `h / (v_heads / k_heads)`, with the state
+/// `[v_heads][k_dim][v_dim]`.
+#[derive(Clone, Copy, Debug)]
+pub struct DeltaShape {
+    /// Steps (tokens) in the call.
+    pub tokens: usize,
+    /// Query/key heads.
+    pub k_heads: usize,
+    /// Value heads (`v_heads % k_heads == 0`).
+    pub v_heads: usize,
+    /// Query/key head dimension.
+    pub k_dim: usize,
+    /// Value head dimension.
+    pub v_dim: usize,
+}
+
+impl DeltaShape {
+    /// Elements per token of the `qkv` input.
+    pub fn qkv_stride(&self) -> usize {
+        2 * self.k_heads * self.k_dim + self.v_heads * self.v_dim
+    }
+}
+
 /// What sampling reads back from the logits: the top `k` candidates and, optionally,
 /// the softmax normaliser at a temperature.
 #[derive(Clone, Debug, PartialEq)]
@@ -189,6 +214,53 @@ pub trait Backend {
         up: &Self::Buffer,
         out: &Self::Buffer,
         n: usize,
+    ) -> Result<()>;
+    /// `out[i] = x[i] * sigmoid(gate[i])` for `i < n` (Qwen3.5's attention output gate).
+    fn sigmoid_mul(
+        &self,
+        x: &Self::Buffer,
+        gate: &Self::Buffer,
+        out: &Self::Buffer,
+        n: usize,
+    ) -> Result<()>;
+    /// `out[r][i] = src[r][half * dim + i]` for `src[rows][2 * dim]`, `half` 0 or 1.
+    fn take_half(
+        &self,
+        src: &Self::Buffer,
+        out: &Self::Buffer,
+        rows: usize,
+        dim: usize,
+        half: usize,
+    ) -> Result<()>;
+    /// Causal depthwise conv1d with SiLU: `out[t][c] = silu(sum_j w[c][j] * in(t - K + 1 + j))`
+    /// over `x[tokens][channels]`, continuing from `state[K-1][channels]` (the previous inputs,
+    /// oldest first), which is updated to the last `K-1` inputs.
+    #[allow(clippy::too_many_arguments)]
+    fn conv1d_silu(
+        &self,
+        x: &Self::Buffer,
+        w: &Self::Buffer,
+        state: &Self::Buffer,
+        out: &Self::Buffer,
+        tokens: usize,
+        channels: usize,
+        kernel: usize,
+    ) -> Result<()>;
+    /// The gated delta rule over `shape.tokens` steps from `state` (updated) into
+    /// `out[tokens][v_heads*v_dim]`; `a, b[tokens][v_heads]` are the raw `in_proj_a`/`in_proj_b`
+    /// outputs, `a_log, dt_bias[v_heads]` the layer's parameters (see
+    /// [`crate::kernels::delta_rule`]).
+    #[allow(clippy::too_many_arguments)]
+    fn gated_delta_rule(
+        &self,
+        qkv: &Self::Buffer,
+        a: &Self::Buffer,
+        b: &Self::Buffer,
+        a_log: &Self::Buffer,
+        dt_bias: &Self::Buffer,
+        state: &Self::Buffer,
+        out: &Self::Buffer,
+        shape: DeltaShape,
     ) -> Result<()>;
     /// `acc[i] += x[i]` for `i < n` (the residual add).
     fn add_assign(&self, acc: &Self::Buffer, x: &Self::Buffer, n: usize) -> Result<()>;
@@ -397,6 +469,127 @@ pub(crate) mod check {
         need_len("silu_mul", "gate", gate, n)?;
         need_len("silu_mul", "up", up, n)?;
         need_len("silu_mul", "out", out, n)
+    }
+
+    pub fn sigmoid_mul<B: BufferLen>(x: &B, gate: &B, out: &B, n: usize) -> Result<()> {
+        need_len("sigmoid_mul", "x", x, n)?;
+        need_len("sigmoid_mul", "gate", gate, n)?;
+        need_len("sigmoid_mul", "out", out, n)
+    }
+
+    pub fn take_half<B: BufferLen>(
+        src: &B,
+        out: &B,
+        rows: usize,
+        dim: usize,
+        half: usize,
+    ) -> Result<()> {
+        if half > 1 || dim == 0 {
+            return Err(shape_err(
+                "take_half",
+                format!("half {half} must be 0 or 1 and dim {dim} positive"),
+            ));
+        }
+        need_len(
+            "take_half",
+            &format!("src [{rows}, 2*{dim}]"),
+            src,
+            rows * 2 * dim,
+        )?;
+        need_len(
+            "take_half",
+            &format!("out [{rows}, {dim}]"),
+            out,
+            rows * dim,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv1d<B: BufferLen>(
+        x: &B,
+        w: &B,
+        state: &B,
+        out: &B,
+        tokens: usize,
+        channels: usize,
+        kernel: usize,
+    ) -> Result<()> {
+        let max = crate::kernels::conv1d::MAX_KERNEL;
+        if kernel < 2 || kernel > max {
+            return Err(shape_err(
+                "conv1d_silu",
+                format!("kernel size {kernel} not in 2..={max}"),
+            ));
+        }
+        need_len(
+            "conv1d_silu",
+            &format!("x [{tokens}, {channels}]"),
+            x,
+            tokens * channels,
+        )?;
+        need_len(
+            "conv1d_silu",
+            &format!("w [{channels}, {kernel}]"),
+            w,
+            channels * kernel,
+        )?;
+        need_len(
+            "conv1d_silu",
+            &format!("state [{}, {channels}]", kernel - 1),
+            state,
+            (kernel - 1) * channels,
+        )?;
+        need_len(
+            "conv1d_silu",
+            &format!("out [{tokens}, {channels}]"),
+            out,
+            tokens * channels,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn delta_rule<B: BufferLen>(
+        qkv: &B,
+        a: &B,
+        b: &B,
+        a_log: &B,
+        dt_bias: &B,
+        state: &B,
+        out: &B,
+        s: DeltaShape,
+    ) -> Result<()> {
+        let max = crate::kernels::delta_rule::MAX_K_DIM;
+        if s.k_heads == 0 || !s.v_heads.is_multiple_of(s.k_heads) || s.v_heads == 0 {
+            return Err(shape_err(
+                "gated_delta_rule",
+                format!(
+                    "{} value heads are not a positive multiple of {} key heads",
+                    s.v_heads, s.k_heads
+                ),
+            ));
+        }
+        if s.k_dim == 0 || s.k_dim > max || s.v_dim == 0 {
+            return Err(shape_err(
+                "gated_delta_rule",
+                format!(
+                    "key head dim {} not in 1..={max} (or value head dim {} is 0)",
+                    s.k_dim, s.v_dim
+                ),
+            ));
+        }
+        let t = s.tokens;
+        need_len("gated_delta_rule", "qkv", qkv, t * s.qkv_stride())?;
+        need_len("gated_delta_rule", "a", a, t * s.v_heads)?;
+        need_len("gated_delta_rule", "b", b, t * s.v_heads)?;
+        need_len("gated_delta_rule", "a_log", a_log, s.v_heads)?;
+        need_len("gated_delta_rule", "dt_bias", dt_bias, s.v_heads)?;
+        need_len(
+            "gated_delta_rule",
+            "state",
+            state,
+            s.v_heads * s.k_dim * s.v_dim,
+        )?;
+        need_len("gated_delta_rule", "out", out, t * s.v_heads * s.v_dim)
     }
 
     pub fn add_assign<B: BufferLen>(acc: &B, x: &B, n: usize) -> Result<()> {

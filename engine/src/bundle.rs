@@ -165,11 +165,12 @@ pub struct TensorEntry {
 }
 
 impl TensorEntry {
-    /// `(rows, cols)`: a 1-D tensor is a single row.
+    /// `(rows, cols)`: a 1-D tensor is a single row; a higher-rank one (a conv kernel
+    /// `[channels, 1, K]`) has `shape[0]` rows of the remaining dimensions.
     pub fn matrix_dims(&self) -> (usize, usize) {
         match self.shape.as_slice() {
             [n] => (1, *n),
-            [r, c] => (*r, *c),
+            [r, rest @ ..] if !rest.is_empty() => (*r, rest.iter().product()),
             _ => (0, 0),
         }
     }

@@ -4,7 +4,7 @@
 use std::sync::{Arc, RwLock};
 
 use crate::backend::{
-    check, need_len, AttnShape, Backend, BufferLen, MatmulKernel, RopeShape, Selection,
+    check, need_len, AttnShape, Backend, BufferLen, DeltaShape, MatmulKernel, RopeShape, Selection,
 };
 use crate::error::{shape_err, Result};
 use crate::kernels;
@@ -332,6 +332,85 @@ impl Backend for CpuBackend {
         check::silu_mul(gate, up, out, n)?;
         no_alias("silu_mul", out, &[gate, up])?;
         kernels::silu_mul::cpu(&gate.get(), &up.get(), &mut out.get_mut(), n);
+        Ok(())
+    }
+
+    fn sigmoid_mul(
+        &self,
+        x: &CpuBuffer,
+        gate: &CpuBuffer,
+        out: &CpuBuffer,
+        n: usize,
+    ) -> Result<()> {
+        check::sigmoid_mul(x, gate, out, n)?;
+        no_alias("sigmoid_mul", out, &[x, gate])?;
+        kernels::sigmoid_mul::cpu(&x.get(), &gate.get(), &mut out.get_mut(), n);
+        Ok(())
+    }
+
+    fn take_half(
+        &self,
+        src: &CpuBuffer,
+        out: &CpuBuffer,
+        rows: usize,
+        dim: usize,
+        half: usize,
+    ) -> Result<()> {
+        check::take_half(src, out, rows, dim, half)?;
+        no_alias("take_half", out, &[src])?;
+        kernels::take_half::cpu(&src.get(), &mut out.get_mut(), rows, dim, half);
+        Ok(())
+    }
+
+    fn conv1d_silu(
+        &self,
+        x: &CpuBuffer,
+        w: &CpuBuffer,
+        state: &CpuBuffer,
+        out: &CpuBuffer,
+        tokens: usize,
+        channels: usize,
+        kernel: usize,
+    ) -> Result<()> {
+        check::conv1d(x, w, state, out, tokens, channels, kernel)?;
+        no_alias("conv1d_silu", out, &[x, w, state])?;
+        no_alias("conv1d_silu", state, &[x, w])?;
+        kernels::conv1d::cpu(
+            &x.get(),
+            &w.get(),
+            &mut state.get_mut(),
+            &mut out.get_mut(),
+            tokens,
+            channels,
+            kernel,
+        );
+        Ok(())
+    }
+
+    fn gated_delta_rule(
+        &self,
+        qkv: &CpuBuffer,
+        a: &CpuBuffer,
+        b: &CpuBuffer,
+        a_log: &CpuBuffer,
+        dt_bias: &CpuBuffer,
+        state: &CpuBuffer,
+        out: &CpuBuffer,
+        shape: DeltaShape,
+    ) -> Result<()> {
+        check::delta_rule(qkv, a, b, a_log, dt_bias, state, out, shape)?;
+        no_alias("gated_delta_rule", out, &[qkv, a, b, a_log, dt_bias, state])?;
+        no_alias("gated_delta_rule", state, &[qkv, a, b, a_log, dt_bias])?;
+        kernels::delta_rule::cpu(
+            &qkv.get(),
+            &a.get(),
+            &b.get(),
+            &a_log.get(),
+            &dt_bias.get(),
+            &mut state.get_mut(),
+            &mut out.get_mut(),
+            shape,
+        );
         Ok(())
     }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, MAX_TOP_K};
 use crate::error::{EngineError, Result};
-use crate::models::llama::Llama;
+use crate::models::Decoder;
 use crate::rng::Pcg32;
 use crate::tokenizer::Tokenizer;
 
@@ -129,12 +129,12 @@ fn host_select(logits: &[f32], k: usize, temperature: f32) -> (Vec<(u32, f32)>, 
 /// Draws the next token from the model's current logits.
 pub async fn next_token<B: Backend>(
     b: &B,
-    model: &Llama<B>,
+    model: &Decoder<B>,
     history: &[u32],
     p: &SamplingParams,
     rng: &mut Pcg32,
 ) -> Result<u32> {
-    let v = model.cfg.vocab_size;
+    let v = model.vocab_size();
     let k = if p.temperature == 0.0 {
         1
     } else {
@@ -207,13 +207,13 @@ pub fn mask_allows(mask: &[u32], id: u32) -> bool {
 /// Samples from the last logits row with every token outside `mask` removed.
 async fn next_token_masked<B: Backend>(
     b: &B,
-    model: &Llama<B>,
+    model: &Decoder<B>,
     history: &[u32],
     p: &SamplingParams,
     rng: &mut Pcg32,
     mask: &[u32],
 ) -> Result<u32> {
-    let v = model.cfg.vocab_size;
+    let v = model.vocab_size();
     let mut logits = model.read_logits(b).await?;
     let row = logits.len() - v;
     let last = &mut logits[row..];
@@ -295,7 +295,7 @@ pub fn now_ms() -> f64 {
 /// piece of text as soon as it is complete UTF-8 and returns `false` to stop.
 pub async fn generate<B: Backend>(
     b: &B,
-    model: &mut Llama<B>,
+    model: &mut Decoder<B>,
     tok: &Tokenizer,
     prompt: &[u32],
     opts: &GenerateOptions,
@@ -309,7 +309,7 @@ pub async fn generate<B: Backend>(
 /// pass, and generation ends when the constraint is complete.
 pub async fn generate_with<B: Backend>(
     b: &B,
-    model: &mut Llama<B>,
+    model: &mut Decoder<B>,
     tok: &Tokenizer,
     prompt: &[u32],
     opts: &GenerateOptions,
@@ -334,7 +334,7 @@ pub async fn generate_with<B: Backend>(
         });
     }
     let mut rng = Pcg32::new(opts.sampling.seed);
-    model.reset();
+    model.reset(b)?;
     let t0 = now_ms();
     model.forward(b, prompt, false)?;
     let mut history: Vec<u32> = prompt.to_vec();

@@ -7,8 +7,9 @@ use crate::backend::Backend;
 use crate::bundle::{Manifest, ModelBundle, MANIFEST_FILE};
 use crate::error::{EngineError, Result};
 use crate::gguf::Gguf;
-use crate::models::llama::{Config, Llama, LoadOptions};
+use crate::models::llama::{Config, LoadOptions};
 use crate::models::WeightFormat;
+use crate::models::{Decoder, ModelConfig};
 use crate::tokenizer::Tokenizer;
 use crate::weights::{GgufSource, Safetensors};
 
@@ -57,42 +58,42 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Loads the model and its tokenizer onto `b`.
-pub fn load<B: Backend>(b: &B, path: &Path, opts: LoadOptions) -> Result<(Llama<B>, Tokenizer)> {
+pub fn load<B: Backend>(b: &B, path: &Path, opts: LoadOptions) -> Result<(Decoder<B>, Tokenizer)> {
     match detect(path)? {
         ModelKind::Gguf => {
             let g = Gguf::open(path)?;
             let tok = Tokenizer::from_gguf(&g)?;
             let src = GgufSource::new(g)?;
-            let cfg = Config::from_gguf(&src)?;
-            Ok((Llama::load(b, cfg, &src, opts)?, tok))
+            let cfg = ModelConfig::Llama(Config::from_gguf(&src)?);
+            Ok((Decoder::load(b, cfg, &src, opts)?, tok))
         }
         ModelKind::HfFolder => {
             let cfg = hf_config(path)?;
             let tok = hf_tokenizer(path, &cfg)?;
             let src = Safetensors::open_dir(path)?;
-            Ok((Llama::load(b, cfg, &src, opts)?, tok))
+            Ok((Decoder::load(b, cfg, &src, opts)?, tok))
         }
         ModelKind::Bundle => {
             let bundle = ModelBundle::open_dir(path)?;
             let (cfg, tok) = bundle_config(&bundle)?;
-            Ok((Llama::load(b, cfg, &bundle, opts)?, tok))
+            Ok((Decoder::load(b, cfg, &bundle, opts)?, tok))
         }
     }
 }
 
 /// Parses and validates a Hugging Face folder's `config.json`.
-pub fn hf_config(path: &Path) -> Result<Config> {
+pub fn hf_config(path: &Path) -> Result<ModelConfig> {
     let cfg_path = path.join("config.json");
     let text = String::from_utf8(read(&cfg_path)?).map_err(|_| EngineError::Format {
         file: cfg_path.display().to_string(),
         detail: "not UTF-8".into(),
     })?;
-    Config::from_json(&cfg_path.display().to_string(), &text)
+    ModelConfig::from_json(&cfg_path.display().to_string(), &text)
 }
 
 /// A Hugging Face folder's `tokenizer.json`, with end-of-sequence ids from the config and
 /// `generation_config.json`.
-pub fn hf_tokenizer(path: &Path, cfg: &Config) -> Result<Tokenizer> {
+pub fn hf_tokenizer(path: &Path, cfg: &ModelConfig) -> Result<Tokenizer> {
     let tok_path = path.join("tokenizer.json");
     let mut eos = cfg.eos_ids();
     if let Ok(gc) = std::fs::read(path.join("generation_config.json")) {
@@ -110,7 +111,7 @@ pub fn hf_tokenizer(path: &Path, cfg: &Config) -> Result<Tokenizer> {
         &tok_path.display().to_string(),
         &read(&tok_path)?,
         &eos,
-        &cfg.model_type,
+        cfg.model_type(),
     )
 }
 

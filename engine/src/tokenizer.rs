@@ -119,7 +119,7 @@ impl Tokenizer {
             add_bos: false,
             chat: ChatTemplate {
                 default_system: None,
-                qwen3_no_think: family == "qwen3",
+                qwen3_no_think: matches!(family, "qwen3" | "qwen3_5" | "qwen3_5_text"),
             },
         })
     }
@@ -236,7 +236,7 @@ impl Tokenizer {
             add_bos: get("tokenizer.ggml.add_bos_token") == Some(&Value::Bool(true)),
             chat: ChatTemplate {
                 default_system,
-                qwen3_no_think: arch == "qwen3",
+                qwen3_no_think: matches!(arch, "qwen3" | "qwen3_5" | "qwen3_5_text"),
             },
         })
     }

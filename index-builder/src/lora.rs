@@ -140,6 +140,12 @@ impl LoraAdapter {
                     "tensor '{name}' lacks PEFT's 'base_model.model.' prefix"
                 ))
             })?;
+            // Qwen3.5's multimodal checkpoint nests the language model; bundles use the text
+            // model's names.
+            let mapped = inner
+                .strip_prefix("model.language_model.")
+                .map(|rest| format!("model.{rest}"));
+            let inner = mapped.as_deref().unwrap_or(inner);
             if inner.contains("lora_magnitude_vector") {
                 return Err(lerr(format!(
                     "tensor '{name}' is a DoRA magnitude; DoRA is not supported"

@@ -181,6 +181,8 @@ pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
         let (rows, cols) = match shape.as_slice() {
             [n] => (1, *n),
             [r, c] => (*r, *c),
+            // A conv kernel [channels, 1, K]: rows of its remaining dimensions, kept f32.
+            [r, rest @ ..] if rest.len() <= 2 => (*r, rest.iter().product()),
             _ => {
                 return Err(BuildError::Input {
                     file: base.describe(),
@@ -188,7 +190,7 @@ pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
                 })
             }
         };
-        let dtype = if shape.len() == 1 {
+        let dtype = if shape.len() != 2 {
             DType::F32
         } else {
             o.quant.matrix_dtype(cols)
@@ -329,7 +331,7 @@ pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
         detail: format!("config: {e}"),
     })?;
     let model = ModelManifest {
-        architecture: cfg.model_type.clone(),
+        architecture: cfg.model_type().to_string(),
         config,
         tokenizer,
         quant: o.quant,
@@ -353,7 +355,7 @@ pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
     w.commit(shards, move |m| m.model = Some(model))?;
     Ok(ModelSummary {
         out: o.out.display().to_string(),
-        architecture: cfg.model_type.clone(),
+        architecture: cfg.model_type().to_string(),
         quant: o.quant,
         source: o.base.display().to_string(),
         lora: summary_base.2,

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use lorekeeper_engine::gguf::Gguf;
 use lorekeeper_engine::loader;
 use lorekeeper_engine::models::llama::Config;
+use lorekeeper_engine::models::ModelConfig;
 use lorekeeper_engine::tokenizer::Tokenizer;
 use lorekeeper_engine::weights::{GgufSource, HostTensor, WeightSource};
 use serde::Deserialize;
@@ -263,11 +264,13 @@ pub struct BaseModel {
     /// The path given.
     pub path: PathBuf,
     /// The model config.
-    pub config: Config,
+    pub config: ModelConfig,
     /// The tokenizer.
     pub tokenizer: Tokenizer,
     /// The weights.
     pub weights: BaseWeights,
+    /// Whether the weights use the multimodal checkpoint's `model.language_model.*` names.
+    nested: bool,
     /// The last tensor read from a GGUF file (reads come row block by row block).
     cache: std::cell::RefCell<Option<(String, std::rc::Rc<HostTensor>)>>,
 }
@@ -280,7 +283,7 @@ impl BaseModel {
                 let g = Gguf::open(path)?;
                 let tok = Tokenizer::from_gguf(&g)?;
                 let src = GgufSource::new(g)?;
-                let cfg = Config::from_gguf(&src)?;
+                let cfg = ModelConfig::Llama(Config::from_gguf(&src)?);
                 (cfg, tok, BaseWeights::Gguf(Box::new(src)))
             }
             loader::ModelKind::HfFolder => {
@@ -299,11 +302,22 @@ impl BaseModel {
                         .into(),
             }),
         };
+        // Qwen3.5's multimodal checkpoint keeps the text model under model.language_model.*;
+        // the vision tower and mtp.* are not read.
+        let nested = match &weights {
+            BaseWeights::Hf(s) => {
+                s.shape("model.embed_tokens.weight").is_none()
+                    && s.shape("model.language_model.embed_tokens.weight")
+                        .is_some()
+            }
+            BaseWeights::Gguf(_) => false,
+        };
         Ok(BaseModel {
             path: path.to_path_buf(),
             config,
             tokenizer,
             weights,
+            nested,
             cache: Default::default(),
         })
     }
@@ -330,8 +344,17 @@ impl BaseModel {
         Ok(Some(t))
     }
 
+    /// The name a text-model tensor has in the source.
+    fn stored_name(&self, name: &str) -> String {
+        match name.strip_prefix("model.") {
+            Some(rest) if self.nested => format!("model.language_model.{rest}"),
+            _ => name.to_string(),
+        }
+    }
+
     /// Shape of `name`, if present.
     pub fn shape(&self, name: &str) -> Result<Option<Vec<usize>>> {
+        let name = &self.stored_name(name);
         Ok(match &self.weights {
             BaseWeights::Hf(s) => s.shape(name).map(<[usize]>::to_vec),
             BaseWeights::Gguf(g) => self.gguf_tensor(g, name)?.map(|t| t.shape.clone()),
@@ -340,6 +363,7 @@ impl BaseModel {
 
     /// Rows `r0..r1` of `name` as f32.
     pub fn read_rows(&self, name: &str, r0: usize, r1: usize) -> Result<Vec<f32>> {
+        let name = &self.stored_name(name);
         match &self.weights {
             BaseWeights::Hf(s) => s.read_rows(name, r0, r1),
             BaseWeights::Gguf(g) => {

@@ -3,8 +3,8 @@
 //! (`tests/web.rs`) run this same body.
 
 use lorekeeper_engine::generate::{next_token, SamplingParams};
-use lorekeeper_engine::models::llama::{Config, Llama, LoadOptions};
-use lorekeeper_engine::models::WeightFormat;
+use lorekeeper_engine::models::llama::LoadOptions;
+use lorekeeper_engine::models::{Decoder, ModelConfig, WeightFormat};
 use lorekeeper_engine::rng::Pcg32;
 use lorekeeper_engine::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::{Backend, Tolerance};
@@ -32,9 +32,11 @@ fn row(v: &serde_json::Value) -> Result<Vec<f64>, String> {
         .collect()
 }
 
-/// Loads the fixture model in f32 on `b` and checks, for every case: the logits of every prompt
-/// position within [`LOGITS`], the greedy continuation token by token through the KV cache exactly,
-/// and (for case 1) chunked prefill in chunks of 4 against the last position's logits.
+/// Loads the fixture model (any architecture `config.json` names) in f32 on `b` and checks, for
+/// every case: the logits of every prompt position within [`LOGITS`] (prefill in chunks of 16),
+/// the greedy continuation token by token through the cache exactly; for the longest case, the
+/// prompt fed one token at a time (decode steps) against the same logits; and (for case 1)
+/// chunked prefill in chunks of 4 against the last position's logits.
 /// Returns one report line per case.
 pub async fn fixture_matches<B: Backend>(
     b: &B,
@@ -43,7 +45,7 @@ pub async fn fixture_matches<B: Backend>(
     weights: Vec<u8>,
     golden: &str,
 ) -> Result<Vec<String>, String> {
-    let cfg = Config::from_json(name, config).map_err(|x| format!("{name}: config: {x}"))?;
+    let cfg = ModelConfig::from_json(name, config).map_err(|x| format!("{name}: config: {x}"))?;
     let src = Safetensors::from_shards(name, vec![("model.safetensors".into(), weights)])
         .map_err(|x| format!("{name}: weights: {x}"))?;
     source_matches(b, name, cfg, &src, WeightFormat::F32, LOGITS, golden).await
@@ -54,7 +56,7 @@ pub async fn fixture_matches<B: Backend>(
 pub async fn source_matches<B: Backend>(
     b: &B,
     name: &str,
-    cfg: Config,
+    cfg: ModelConfig,
     src: &dyn WeightSource,
     format: WeightFormat,
     tol: Tolerance,
@@ -70,26 +72,33 @@ pub async fn source_matches<B: Backend>(
         serde_json::from_str(golden).map_err(|x| format!("{name}: golden.json: {x}"))?;
     let opts = LoadOptions {
         format,
-        ctx: 64,
+        ctx: 128,
         chunk: 16,
     };
-    let mut model = Llama::load(b, cfg.clone(), src, opts).map_err(e("load"))?;
-    let vocab = cfg.vocab_size;
+    let mut model = Decoder::load(b, cfg.clone(), src, opts).map_err(e("load"))?;
+    let vocab = cfg.vocab_size();
     let cases = golden["cases"].as_array().ok_or("no cases")?;
     let mut lines = Vec::new();
+    let longest = (0..cases.len())
+        .max_by_key(|&i| cases[i]["prompt"].as_array().map_or(0, |a| a.len()))
+        .unwrap_or(0);
     for (ci, case) in cases.iter().enumerate() {
         let prompt = ids(&case["prompt"])?;
-        model.reset();
-        model.forward(b, &prompt, true).map_err(e("forward"))?;
-        let got = model.read_logits(b).await.map_err(e("read"))?;
         let mut want = Vec::with_capacity(prompt.len() * vocab);
         for r in case["logits"].as_array().ok_or("no logits")? {
             want.extend(row(r)?);
         }
+        // Every position's logits, prefilled in chunks of `opts.chunk`.
+        model.reset(b).map_err(e("reset"))?;
+        let mut got = Vec::with_capacity(want.len());
+        for piece in prompt.chunks(opts.chunk) {
+            model.forward(b, piece, true).map_err(e("forward"))?;
+            got.extend(model.read_logits(b).await.map_err(e("read"))?);
+        }
         let err = tol
             .check(&want, &got)
             .map_err(|m| format!("[{who}] {name} case {ci}: logits {m}"))?;
-        model.reset();
+        model.reset(b).map_err(e("reset"))?;
         model.forward(b, &prompt, false).map_err(e("prefill"))?;
         let want_greedy = ids(&case["greedy"])?;
         let mut rng = Pcg32::new(0);
@@ -112,12 +121,28 @@ pub async fn source_matches<B: Backend>(
             prompt.len(),
             want_greedy.len()
         ));
+        if ci == longest {
+            // Decode steps (one token per forward) give the prefill's logits at every position.
+            model.reset(b).map_err(e("reset"))?;
+            let mut stepped = Vec::with_capacity(want.len());
+            for &t in &prompt {
+                model.forward(b, &[t], false).map_err(e("step"))?;
+                stepped.extend(model.read_logits(b).await.map_err(e("read"))?);
+            }
+            let err = tol
+                .check(&want, &stepped)
+                .map_err(|m| format!("[{who}] {name} case {ci}: step-by-step decode {m}"))?;
+            lines.push(format!(
+                "[{who}] {name} case {ci}: {} single-token steps equal the prefill (max abs err {err:.2e})",
+                prompt.len()
+            ));
+        }
     }
     // Chunked prefill (chunks of 4) against the golden last-position logits.
     let case = &cases[1];
     let prompt = ids(&case["prompt"])?;
     let mut small =
-        Llama::load(b, cfg, src, LoadOptions { chunk: 4, ..opts }).map_err(e("load"))?;
+        Decoder::load(b, cfg, src, LoadOptions { chunk: 4, ..opts }).map_err(e("load"))?;
     small.forward(b, &prompt, false).map_err(e("chunked"))?;
     let got = small.read_logits(b).await.map_err(e("read"))?;
     let rows = case["logits"].as_array().ok_or("no logits")?;

@@ -193,3 +193,95 @@ pub fn erf(z: f64) -> f64 {
 pub fn gelu(x: f64) -> f64 {
     0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2))
 }
+
+/// `x * sigmoid(gate)` in f64.
+pub fn sigmoid_mul(x: &[f32], g: &[f32]) -> Vec<f64> {
+    x.iter()
+        .zip(g)
+        .map(|(&x, &g)| x as f64 / (1.0 + (-(g as f64)).exp()))
+        .collect()
+}
+
+/// Causal depthwise conv1d + SiLU in f64: `(out[tokens][channels], new state[k-1][channels])`.
+pub fn conv1d_silu(
+    x: &[f32],
+    w: &[f32],
+    state: &[f32],
+    tokens: usize,
+    channels: usize,
+    k: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    // The full input: k-1 previous inputs, then x.
+    let input = |s: usize, c: usize| -> f64 {
+        if s < k - 1 {
+            state[s * channels + c] as f64
+        } else {
+            x[(s - (k - 1)) * channels + c] as f64
+        }
+    };
+    let mut out = vec![0f64; tokens * channels];
+    for t in 0..tokens {
+        for c in 0..channels {
+            let acc: f64 = (0..k).map(|j| w[c * k + j] as f64 * input(t + j, c)).sum();
+            out[t * channels + c] = acc / (1.0 + (-acc).exp());
+        }
+    }
+    let mut st = vec![0f64; (k - 1) * channels];
+    for j in 0..k - 1 {
+        for c in 0..channels {
+            st[j * channels + c] = input(tokens + j, c);
+        }
+    }
+    (out, st)
+}
+
+/// Shape of [`gated_delta_rule`]: tokens, key heads, value heads, key dim, value dim.
+pub type DeltaDims = (usize, usize, usize, usize, usize);
+
+/// The gated delta rule in f64, written from transformers' `torch_recurrent_gated_delta_rule`
+/// (with `use_qk_l2norm_in_kernel`): `(out[tokens][nv*dv], new state[nv][dk][dv])`.
+#[allow(clippy::too_many_arguments)]
+pub fn gated_delta_rule(
+    qkv: &[f32],
+    a: &[f32],
+    b: &[f32],
+    a_log: &[f32],
+    dt_bias: &[f32],
+    state: &[f32],
+    (tokens, nk, nv, dk, dv): DeltaDims,
+) -> (Vec<f64>, Vec<f64>) {
+    let stride = 2 * nk * dk + nv * dv;
+    let mut st: Vec<f64> = state.iter().map(|&v| v as f64).collect();
+    let mut out = vec![0f64; tokens * nv * dv];
+    let l2 = |v: &[f32]| -> Vec<f64> {
+        let n = (v.iter().map(|&x| x as f64 * x as f64).sum::<f64>() + 1e-6).sqrt();
+        v.iter().map(|&x| x as f64 / n).collect()
+    };
+    for t in 0..tokens {
+        let row = &qkv[t * stride..(t + 1) * stride];
+        for h in 0..nv {
+            let kh = h / (nv / nk);
+            let q: Vec<f64> = l2(&row[kh * dk..(kh + 1) * dk])
+                .iter()
+                .map(|x| x / (dk as f64).sqrt())
+                .collect();
+            let k = l2(&row[nk * dk + kh * dk..nk * dk + (kh + 1) * dk]);
+            let v = &row[2 * nk * dk + h * dv..2 * nk * dk + (h + 1) * dv];
+            let x = a[t * nv + h] as f64 + dt_bias[h] as f64;
+            let softplus = if x > 20.0 { x } else { x.exp().ln_1p() };
+            let decay = (-(a_log[h] as f64).exp() * softplus).exp();
+            let beta = 1.0 / (1.0 + (-(b[t * nv + h] as f64)).exp());
+            let s = &mut st[h * dk * dv..(h + 1) * dk * dv];
+            s.iter_mut().for_each(|x| *x *= decay);
+            for j in 0..dv {
+                let kv: f64 = (0..dk).map(|i| s[i * dv + j] * k[i]).sum();
+                let delta = (v[j] as f64 - kv) * beta;
+                for i in 0..dk {
+                    s[i * dv + j] += k[i] * delta;
+                }
+                out[t * nv * dv + h * dv + j] = (0..dk).map(|i| s[i * dv + j] * q[i]).sum();
+            }
+        }
+    }
+    (out, st)
+}

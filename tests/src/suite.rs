@@ -3,6 +3,7 @@
 //! On success a check returns a one-line report (shapes, worst error, bound).
 
 use lorekeeper_engine::backend::rope_table;
+use lorekeeper_engine::backend::DeltaShape;
 use lorekeeper_engine::rng::Pcg32;
 use lorekeeper_engine::{AttnShape, Backend, MatmulKernel, Q4Matrix, RopeShape, Tolerance};
 
@@ -27,6 +28,10 @@ pub mod bounds {
     pub const ADD: Tolerance = Tolerance::new(0.0, 1.2e-7);
     /// Dequantized gather: one f32 multiply-add per element.
     pub const EMBED: Tolerance = Tolerance::new(1e-6, 1e-6);
+    /// Conv1d + SiLU: K f32 products per element and an `exp`.
+    pub const CONV1D: Tolerance = Tolerance::new(1e-6, 1e-5);
+    /// Gated delta rule: dk-long f32 dots per step, the state carried over up to 40 steps.
+    pub const DELTA_RULE: Tolerance = Tolerance::new(2e-5, 1e-4);
     /// The softmax normaliser returned by `select`.
     pub const SUM_EXP: Tolerance = Tolerance::new(0.0, 1e-5);
 }
@@ -346,6 +351,156 @@ pub async fn silu_mul<B: Backend>(b: &B, seed: u64) -> Check {
         &oracle::silu_mul(&g, &u),
         &got,
     )
+}
+
+/// Attention output gate `x * sigmoid(gate)`.
+pub async fn sigmoid_mul<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "sigmoid_mul";
+    let mut rng = Pcg32::new(seed);
+    let n = rng.range(1, 5000);
+    let x = rng.normal_vec(n, 1.0);
+    let g = rng.normal_vec(n, 3.0);
+    let (xd, gd, od) = (
+        b.upload("x", &x).map_err(e(op))?,
+        b.upload("g", &g).map_err(e(op))?,
+        b.alloc("o", n).map_err(e(op))?,
+    );
+    b.sigmoid_mul(&xd, &gd, &od, n).map_err(e(op))?;
+    let got = b.read(&od, 0, n).await.map_err(e(op))?;
+    compare(
+        op,
+        format!("n={n}"),
+        bounds::ELEMENTWISE,
+        &oracle::sigmoid_mul(&x, &g),
+        &got,
+    )
+}
+
+/// Splitting `[rows, 2, dim]` into its halves (exact copies).
+pub async fn take_half<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "take_half";
+    let mut rng = Pcg32::new(seed);
+    let (rows, dim) = (rng.range(1, 90), rng.range(1, 300));
+    let src = rng.normal_vec(rows * 2 * dim, 1.0);
+    let sd = b.upload("src", &src).map_err(e(op))?;
+    let mut worst = String::new();
+    for half in 0..2 {
+        let od = b.alloc("out", rows * dim).map_err(e(op))?;
+        b.take_half(&sd, &od, rows, dim, half).map_err(e(op))?;
+        let got = b.read(&od, 0, rows * dim).await.map_err(e(op))?;
+        let want: Vec<f64> = (0..rows * dim)
+            .map(|i| src[(i / dim) * 2 * dim + half * dim + i % dim] as f64)
+            .collect();
+        worst = compare(
+            op,
+            format!("rows={rows} dim={dim} half={half}"),
+            Tolerance::new(0.0, 0.0),
+            &want,
+            &got,
+        )?;
+    }
+    Ok(worst)
+}
+
+/// Causal depthwise conv1d + SiLU continuing a random state: the output and the new state.
+pub async fn conv1d<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "conv1d_silu";
+    let mut rng = Pcg32::new(seed);
+    let (t, c, k) = (rng.range(1, 20), rng.range(1, 700), rng.range(2, 8));
+    let x = rng.normal_vec(t * c, 1.0);
+    let w = rng.normal_vec(c * k, 0.5);
+    let st = rng.normal_vec((k - 1) * c, 1.0);
+    let (xd, wd, sd, od) = (
+        b.upload("x", &x).map_err(e(op))?,
+        b.upload("w", &w).map_err(e(op))?,
+        b.upload("state", &st).map_err(e(op))?,
+        b.alloc("out", t * c).map_err(e(op))?,
+    );
+    b.conv1d_silu(&xd, &wd, &sd, &od, t, c, k).map_err(e(op))?;
+    let got = b.read(&od, 0, t * c).await.map_err(e(op))?;
+    let got_state = b.read(&sd, 0, (k - 1) * c).await.map_err(e(op))?;
+    let (want, want_state) = oracle::conv1d_silu(&x, &w, &st, t, c, k);
+    let shape = format!("tokens={t} channels={c} kernel={k}");
+    compare(
+        op,
+        format!("{shape} (state)"),
+        bounds::CONV1D,
+        &want_state,
+        &got_state,
+    )?;
+    compare(op, shape, bounds::CONV1D, &want, &got)
+}
+
+/// Random gated-delta-rule inputs: `(qkv, a, b, a_log, dt_bias, state)`.
+pub type DeltaInputs = (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>);
+
+/// A random delta-rule shape (dimensions not multiples of the workgroup size; more value
+/// columns than one workgroup sometimes) and inputs.
+pub fn delta_case(rng: &mut Pcg32) -> (DeltaShape, DeltaInputs) {
+    let nk = rng.range(1, 4);
+    let s = DeltaShape {
+        tokens: rng.range(1, 40),
+        k_heads: nk,
+        v_heads: nk * rng.range(1, 4),
+        k_dim: rng.range(2, 128),
+        v_dim: rng.range(1, 150),
+    };
+    let t = s.tokens;
+    let a_log: Vec<f32> = (0..s.v_heads)
+        .map(|_| rng.uniform(1.0, 16.0).ln())
+        .collect();
+    let inputs = (
+        rng.normal_vec(t * s.qkv_stride(), 1.0),
+        rng.normal_vec(t * s.v_heads, 1.5),
+        rng.normal_vec(t * s.v_heads, 1.5),
+        a_log,
+        rng.normal_vec(s.v_heads, 0.5),
+        rng.normal_vec(s.v_heads * s.k_dim * s.v_dim, 0.3),
+    );
+    (s, inputs)
+}
+
+/// The gated delta rule from a random state over a random chunk: the output and the new state.
+pub async fn delta_rule<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "gated_delta_rule";
+    let mut rng = Pcg32::new(seed);
+    let (s, (qkv, a, bb, a_log, dt, st)) = delta_case(&mut rng);
+    let up = |n: &str, v: &[f32]| b.upload(n, v).map_err(e(op));
+    let (qd, ad, bd, ld, dd, sd) = (
+        up("qkv", &qkv)?,
+        up("a", &a)?,
+        up("b", &bb)?,
+        up("a_log", &a_log)?,
+        up("dt_bias", &dt)?,
+        up("state", &st)?,
+    );
+    let n = s.tokens * s.v_heads * s.v_dim;
+    let od = b.alloc("out", n).map_err(e(op))?;
+    b.gated_delta_rule(&qd, &ad, &bd, &ld, &dd, &sd, &od, s)
+        .map_err(e(op))?;
+    let got = b.read(&od, 0, n).await.map_err(e(op))?;
+    let got_state = b.read(&sd, 0, st.len()).await.map_err(e(op))?;
+    let (want, want_state) = oracle::gated_delta_rule(
+        &qkv,
+        &a,
+        &bb,
+        &a_log,
+        &dt,
+        &st,
+        (s.tokens, s.k_heads, s.v_heads, s.k_dim, s.v_dim),
+    );
+    let shape = format!(
+        "tokens={} heads={}k/{}v dk={} dv={}",
+        s.tokens, s.k_heads, s.v_heads, s.k_dim, s.v_dim
+    );
+    compare(
+        op,
+        format!("{shape} (state)"),
+        bounds::DELTA_RULE,
+        &want_state,
+        &got_state,
+    )?;
+    compare(op, shape, bounds::DELTA_RULE, &want, &got)
 }
 
 /// Residual add in place; elements past `n` must stay untouched.

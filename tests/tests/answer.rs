@@ -27,6 +27,7 @@ use lorekeeper_engine::answer::{ask, AskConfig, Mode, Retriever};
 use lorekeeper_engine::generate::{mask_allows, Constraint, Step};
 use lorekeeper_engine::gguf::Gguf;
 use lorekeeper_engine::models::llama::{Config, Llama, LoadOptions};
+use lorekeeper_engine::models::Decoder;
 use lorekeeper_engine::models::WeightFormat;
 use lorekeeper_engine::retrieval::{chunk_corpus, IndexConfig, IngestOptions, StoryIndex};
 use lorekeeper_engine::rng::Pcg32;
@@ -283,7 +284,7 @@ fn pipeline_on_smollm2() {
         ctx: 2048,
         chunk: 256,
     };
-    let mut model = Llama::load(&b, cfg, &src, opts).expect("load");
+    let mut model = Decoder::from(Llama::load(&b, cfg, &src, opts).expect("load"));
     let chunks = chunk_corpus(
         &[("story.txt", STORY.as_bytes())],
         &IngestOptions::default(),
@@ -295,7 +296,7 @@ fn pipeline_on_smollm2() {
         index: &index,
         embedder: None,
     };
-    let vocab = GrammarVocab::new(&tok, model.cfg.vocab_size).expect("vocabulary");
+    let vocab = GrammarVocab::new(&tok, model.vocab_size()).expect("vocabulary");
     let cfg = AskConfig {
         max_tokens: 160,
         brief: BriefLimits {

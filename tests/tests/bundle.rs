@@ -21,7 +21,8 @@ use std::sync::OnceLock;
 use index_builder::{build_model, ModelOptions};
 use lorekeeper_engine::bundle::{ModelBundle, Quant, MANIFEST_FILE};
 use lorekeeper_engine::loader;
-use lorekeeper_engine::models::llama::{Llama, LoadOptions};
+use lorekeeper_engine::models::llama::LoadOptions;
+use lorekeeper_engine::models::Decoder;
 use lorekeeper_engine::models::WeightFormat;
 use lorekeeper_engine::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements, Tolerance};
@@ -216,7 +217,7 @@ fn last_logits<B: Backend>(b: &B, dir: &Path) -> Vec<f32> {
         ctx: 32,
         chunk: 8,
     };
-    let mut m = Llama::load(b, cfg, &bundle, opts).expect("load");
+    let mut m = Decoder::load(b, cfg, &bundle, opts).expect("load");
     // Ids from both ends of the vocabulary: rows in different embedding blocks.
     m.forward(b, &[1, 250, 17, 128, 255, 3], true)
         .expect("forward");

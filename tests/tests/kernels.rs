@@ -46,8 +46,25 @@ macro_rules! on_both {
 }
 
 on_both!(
-    q4_gemv, q4_gemm, f32_gemv, f32_gemm, rms_norm, rope, attention, silu_mul, add, softmax,
-    embed_q4, select, q4_blocks, layer_norm, bias_gelu
+    q4_gemv,
+    q4_gemm,
+    f32_gemv,
+    f32_gemm,
+    rms_norm,
+    rope,
+    attention,
+    silu_mul,
+    add,
+    softmax,
+    embed_q4,
+    select,
+    q4_blocks,
+    layer_norm,
+    bias_gelu,
+    sigmoid_mul,
+    take_half,
+    conv1d,
+    delta_rule
 );
 
 #[test]

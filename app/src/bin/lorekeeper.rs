@@ -41,7 +41,8 @@ mod native {
     use lorekeeper_engine::bundle::IndexBundle;
     use lorekeeper_engine::generate::{generate, now_ms, GenerateOptions, SamplingParams};
     use lorekeeper_engine::loader;
-    use lorekeeper_engine::models::llama::{Llama, LoadOptions};
+    use lorekeeper_engine::models::llama::LoadOptions;
+    use lorekeeper_engine::models::Decoder;
     use lorekeeper_engine::models::WeightFormat;
     use lorekeeper_engine::retrieval::{evaluate, parse_questions, Sources};
     use lorekeeper_engine::tokenizer::{Role, Tokenizer};
@@ -351,7 +352,7 @@ mod native {
         }
     }
 
-    fn load<B: Backend>(b: &B, m: &ModelArgs, chunk: usize) -> Result<(Llama<B>, Tokenizer)> {
+    fn load<B: Backend>(b: &B, m: &ModelArgs, chunk: usize) -> Result<(Decoder<B>, Tokenizer)> {
         let opts = LoadOptions {
             format: match m.weights {
                 Some(WeightsArg::F32) => WeightFormat::F32,
@@ -445,13 +446,13 @@ mod native {
         }
         let (mut model, tok) = load(b, m, 128)?;
         let ids = bench_prompt(&tok, n)?;
-        let v = model.cfg.vocab_size;
-        let greedy = |model: &Llama<B>| -> Result<u32> {
+        let v = model.vocab_size();
+        let greedy = |model: &Decoder<B>| -> Result<u32> {
             let (buf, _) = model.logits();
             Ok(pollster::block_on(b.select(buf, v, 1, None))?.top[0].0)
         };
         // Warm-up: compile pipelines, touch weights.
-        model.reset();
+        model.reset(b)?;
         model.forward(b, &ids[..n.min(8)], false)?;
         greedy(&model)?;
         let runs = 3;
@@ -459,7 +460,7 @@ mod native {
         let mut decode = Vec::new();
         let mut ttft = Vec::new();
         for _ in 0..runs {
-            model.reset();
+            model.reset(b)?;
             let t0 = now_ms();
             model.forward(b, &ids, false)?;
             let mut t = greedy(&model)?;
@@ -555,11 +556,11 @@ mod native {
         if window > model.context() {
             bail!("--window {window} exceeds --ctx {}", model.context());
         }
-        let vocab = model.config().vocab_size;
+        let vocab = model.vocab_size();
         let t0 = std::time::Instant::now();
         let (mut nll, mut count) = (0f64, 0usize);
         for w in ids.chunks(window).filter(|w| w.len() >= 2) {
-            model.reset();
+            model.reset(b)?;
             for (ci, piece) in w.chunks(CHUNK).enumerate() {
                 model.forward(b, piece, true)?;
                 let logits = pollster::block_on(model.read_logits(b))?;

@@ -27,7 +27,7 @@ use crate::error::{EngineError, Result};
 use crate::generate::{
     generate_with, now_ms, Constraint, GenerateOptions, Generation, SamplingParams,
 };
-use crate::models::llama::Llama;
+use crate::models::Decoder;
 use crate::retrieval::{Sources, StoryIndex};
 use crate::tokenizer::{Role, Tokenizer};
 use evidence::{BriefLimits, Evidence};
@@ -252,7 +252,7 @@ impl Answer {
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn generate_under<B: Backend>(
     b: &B,
-    model: &mut Llama<B>,
+    model: &mut Decoder<B>,
     tok: &Tokenizer,
     grammar: Option<(&GrammarVocab, &str, Closers)>,
     ids: &[u32],
@@ -305,7 +305,7 @@ pub fn check_question(q: &str, max_chars: usize) -> Result<String> {
 #[allow(clippy::too_many_arguments)]
 pub async fn ask<B: Backend>(
     b: &B,
-    model: &mut Llama<B>,
+    model: &mut Decoder<B>,
     tok: &Tokenizer,
     vocab: Option<&GrammarVocab>,
     retriever: &Retriever<'_, B>,

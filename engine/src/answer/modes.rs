@@ -21,7 +21,7 @@ use super::{generate_under, prompt, AskConfig, FinalFact, Retriever, Round};
 use crate::backend::Backend;
 use crate::error::{EngineError, Result};
 use crate::generate::{GenerateOptions, Generation};
-use crate::models::llama::Llama;
+use crate::models::Decoder;
 use crate::retrieval::Sources;
 use crate::tokenizer::{Role, Tokenizer};
 
@@ -261,7 +261,7 @@ impl ModeOutcome {
 #[allow(clippy::too_many_arguments)]
 async fn run_turn<B: Backend>(
     b: &B,
-    model: &mut Llama<B>,
+    model: &mut Decoder<B>,
     tok: &Tokenizer,
     vocab: Option<&GrammarVocab>,
     grammar: (&str, Closers),
@@ -324,7 +324,7 @@ fn round(
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn refiner<B: Backend>(
     b: &B,
-    model: &mut Llama<B>,
+    model: &mut Decoder<B>,
     tok: &Tokenizer,
     vocab: Option<&GrammarVocab>,
     question: &str,
@@ -407,7 +407,7 @@ pub(crate) async fn refiner<B: Backend>(
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn react<B: Backend>(
     b: &B,
-    model: &mut Llama<B>,
+    model: &mut Decoder<B>,
     tok: &Tokenizer,
     vocab: Option<&GrammarVocab>,
     retriever: &Retriever<'_, B>,

@@ -10,14 +10,15 @@ use crate::backend::Backend;
 use crate::bundle::{BundlePart, IndexBundle, Manifest, ModelBundle, Quant, MANIFEST_FILE};
 use crate::embed::Embedder;
 use crate::error::{EngineError, Result};
-use crate::models::llama::{Config, Llama, LoadOptions};
+use crate::models::llama::LoadOptions;
 use crate::models::WeightFormat;
+use crate::models::{Decoder, ModelConfig};
 use crate::tokenizer::Tokenizer;
 
 /// Everything a question needs, loaded once.
 pub struct Session<B: Backend> {
     /// The decoder.
-    pub model: Llama<B>,
+    pub model: Decoder<B>,
     /// Its tokenizer.
     pub tok: Tokenizer,
     /// The grammar vocabulary (`None` when constrained decoding is off).
@@ -31,10 +32,10 @@ pub struct Session<B: Backend> {
 }
 
 /// The model config and tokenizer of a bundle's model part.
-pub fn bundle_config(bundle: &ModelBundle) -> Result<(Config, Tokenizer)> {
+pub fn bundle_config(bundle: &ModelBundle) -> Result<(ModelConfig, Tokenizer)> {
     let m = bundle.model();
     let src = format!("{}/{}", bundle.source, MANIFEST_FILE);
-    let cfg = Config::from_json(&src, &m.config.to_string())?;
+    let cfg = ModelConfig::from_json(&src, &m.config.to_string())?;
     let tok = Tokenizer::from_bundle(
         &format!("{}/{}", bundle.source, m.tokenizer.shard),
         bundle.tokenizer_json()?,
@@ -86,11 +87,11 @@ impl<B: Backend> Session<B> {
                 ctx,
                 chunk: 256,
             };
-            (Llama::load(b, mcfg, &bundle, opts)?, tok)
+            (Decoder::load(b, mcfg, &bundle, opts)?, tok)
         };
         // 3. Grammar vocabulary and embedder.
         let vocab = if cfg.grammar {
-            Some(GrammarVocab::new(&tok, model.cfg.vocab_size)?)
+            Some(GrammarVocab::new(&tok, model.vocab_size())?)
         } else {
             None
         };

@@ -2,7 +2,7 @@
 
 use super::GpuContext;
 use crate::backend::{
-    check, need_len, AttnShape, Backend, BufferLen, MatmulKernel, RopeShape, Selection,
+    check, need_len, AttnShape, Backend, BufferLen, DeltaShape, MatmulKernel, RopeShape, Selection,
 };
 use crate::error::{shape_err, Result};
 use crate::kernels;
@@ -216,6 +216,76 @@ impl Backend for GpuContext {
         check::silu_mul(gate, up, out, n)?;
         no_alias("silu_mul", out, &[gate, up])?;
         kernels::silu_mul::dispatch(self, &gate.buf, &up.buf, &out.buf, n)
+    }
+
+    fn sigmoid_mul(
+        &self,
+        x: &GpuBuffer,
+        gate: &GpuBuffer,
+        out: &GpuBuffer,
+        n: usize,
+    ) -> Result<()> {
+        check::sigmoid_mul(x, gate, out, n)?;
+        no_alias("sigmoid_mul", out, &[x, gate])?;
+        kernels::sigmoid_mul::dispatch(self, &x.buf, &gate.buf, &out.buf, n)
+    }
+
+    fn take_half(
+        &self,
+        src: &GpuBuffer,
+        out: &GpuBuffer,
+        rows: usize,
+        dim: usize,
+        half: usize,
+    ) -> Result<()> {
+        check::take_half(src, out, rows, dim, half)?;
+        no_alias("take_half", out, &[src])?;
+        kernels::take_half::dispatch(self, &src.buf, &out.buf, rows, dim, half)
+    }
+
+    fn conv1d_silu(
+        &self,
+        x: &GpuBuffer,
+        w: &GpuBuffer,
+        state: &GpuBuffer,
+        out: &GpuBuffer,
+        tokens: usize,
+        channels: usize,
+        kernel: usize,
+    ) -> Result<()> {
+        check::conv1d(x, w, state, out, tokens, channels, kernel)?;
+        no_alias("conv1d_silu", out, &[x, w, state])?;
+        no_alias("conv1d_silu", state, &[x, w])?;
+        kernels::conv1d::dispatch(
+            self, &x.buf, &w.buf, &state.buf, &out.buf, tokens, channels, kernel,
+        )
+    }
+
+    fn gated_delta_rule(
+        &self,
+        qkv: &GpuBuffer,
+        a: &GpuBuffer,
+        b: &GpuBuffer,
+        a_log: &GpuBuffer,
+        dt_bias: &GpuBuffer,
+        state: &GpuBuffer,
+        out: &GpuBuffer,
+        shape: DeltaShape,
+    ) -> Result<()> {
+        check::delta_rule(qkv, a, b, a_log, dt_bias, state, out, shape)?;
+        no_alias("gated_delta_rule", out, &[qkv, a, b, a_log, dt_bias, state])?;
+        no_alias("gated_delta_rule", state, &[qkv, a, b, a_log, dt_bias])?;
+        kernels::delta_rule::dispatch(
+            self,
+            &qkv.buf,
+            &a.buf,
+            &b.buf,
+            &a_log.buf,
+            &dt_bias.buf,
+            &state.buf,
+            &out.buf,
+            shape,
+        )
     }
 
     fn layer_norm(

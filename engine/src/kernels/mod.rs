@@ -5,7 +5,9 @@
 pub mod add;
 pub mod add_bias;
 pub mod attention;
+pub mod conv1d;
 pub mod copy;
+pub mod delta_rule;
 pub mod embed_q4;
 pub mod f32_matmul;
 pub mod gelu;
@@ -14,8 +16,10 @@ pub mod q4_gemm;
 pub mod q4_gemv;
 pub mod rms_norm;
 pub mod rope;
+pub mod sigmoid_mul;
 pub mod silu_mul;
 pub mod softmax;
+pub mod take_half;
 pub mod topk;
 
 /// A kernel's source and entry point; pipelines are cached per (kernel, overrides).
@@ -33,7 +37,9 @@ pub struct Kernel {
 pub const ALL: &[Kernel] = &[
     add::KERNEL,
     attention::KERNEL,
+    conv1d::KERNEL,
     copy::KERNEL,
+    delta_rule::KERNEL,
     embed_q4::KERNEL,
     f32_matmul::GEMV,
     f32_matmul::GEMM,
@@ -41,8 +47,10 @@ pub const ALL: &[Kernel] = &[
     q4_gemv::KERNEL,
     rms_norm::KERNEL,
     rope::KERNEL,
+    sigmoid_mul::KERNEL,
     silu_mul::KERNEL,
     softmax::KERNEL,
+    take_half::KERNEL,
     topk::KERNEL,
     topk::SUM_EXP,
 ];

@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Linear, WeightFormat};
+use super::{Linear, TokenEmbedding, WeightFormat};
 use crate::backend::{rope_table, AttnShape, Backend, BufferLen, RopeShape};
 use crate::error::{EngineError, Result};
 use crate::gguf::Value;
@@ -285,17 +285,7 @@ impl Config {
 
     /// End-of-sequence ids from the config (an int or a list).
     pub fn eos_ids(&self) -> Vec<u32> {
-        match &self.eos_token_id {
-            Some(serde_json::Value::Number(n)) => {
-                n.as_u64().map(|v| vec![v as u32]).unwrap_or_default()
-            }
-            Some(serde_json::Value::Array(a)) => a
-                .iter()
-                .filter_map(|v| v.as_u64())
-                .map(|v| v as u32)
-                .collect(),
-            _ => Vec::new(),
-        }
+        super::eos_ids(&self.eos_token_id)
     }
 }
 
@@ -318,13 +308,6 @@ impl Default for LoadOptions {
             chunk: 64,
         }
     }
-}
-
-/// The token embedding table.
-enum Embedding<B: Backend> {
-    Q4(B::Q4),
-    Q4Blocks(Vec<(usize, B::Q4)>),
-    F32(B::Buffer),
 }
 
 /// Self-attention of one layer.
@@ -438,7 +421,7 @@ pub struct Llama<B: Backend> {
     /// The configuration.
     pub cfg: Config,
     opts: LoadOptions,
-    embed: Embedding<B>,
+    embed: TokenEmbedding<B>,
     layers: Vec<Layer<B>>,
     norm: B::Buffer,
     lm_head: Linear<B>,
@@ -466,23 +449,7 @@ impl<B: Backend> Llama<B> {
             cfg.kv_heads(),
         );
         let fmt = opts.format;
-        // The embedding doubles as the tied LM head; LQ4 needs h % 32 == 0.
-        let emb_fmt = if h.is_multiple_of(32) {
-            fmt
-        } else {
-            WeightFormat::F32
-        };
-        let tied_head = Linear::new(b, src, "model.embed_tokens.weight", v, h, emb_fmt)?;
-        let embed = match &tied_head {
-            Linear::Q4(q) => Embedding::Q4(q.clone()),
-            Linear::Q4Blocks { blocks, .. } => Embedding::Q4Blocks(blocks.clone()),
-            Linear::F32 { w, .. } => Embedding::F32(w.clone()),
-        };
-        let lm_head = if cfg.tie_word_embeddings {
-            tied_head
-        } else {
-            Linear::new(b, src, "lm_head.weight", v, h, fmt)?
-        };
+        let (embed, lm_head) = TokenEmbedding::new(b, src, v, h, fmt, cfg.tie_word_embeddings)?;
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for i in 0..cfg.num_hidden_layers {
             let p = format!("model.layers.{i}");
@@ -559,6 +526,12 @@ impl<B: Backend> Llama<B> {
         self.pos = 0;
     }
 
+    /// For timing only: continues as if `pos` positions were cached (the cache holds whatever
+    /// it holds), so decode speed at a long context can be measured without prefilling it.
+    pub fn seek_for_benchmark(&mut self, pos: usize) {
+        self.pos = pos.min(self.opts.ctx.saturating_sub(1));
+    }
+
     /// Rewinds the cache to `pos` positions (for prompt reuse).
     pub fn truncate(&mut self, pos: usize) {
         self.pos = self.pos.min(pos);
@@ -568,38 +541,14 @@ impl<B: Backend> Llama<B> {
     /// [`Llama::logits`] holds the last token's logits (`all_logits = false`), or every token's
     /// logits of the final chunk (`all_logits = true`, which needs `tokens.len() <= chunk`).
     pub fn forward(&mut self, b: &B, tokens: &[u32], all_logits: bool) -> Result<()> {
-        if tokens.is_empty() {
-            return Err(EngineError::Shape {
-                op: "forward",
-                detail: "no tokens".into(),
-            });
-        }
-        if self.pos + tokens.len() > self.opts.ctx {
-            return Err(EngineError::Shape {
-                op: "forward",
-                detail: format!(
-                    "{} cached + {} new tokens exceed the context of {} positions",
-                    self.pos,
-                    tokens.len(),
-                    self.opts.ctx
-                ),
-            });
-        }
-        if all_logits && tokens.len() > self.opts.chunk {
-            return Err(EngineError::Shape {
-                op: "forward",
-                detail: format!("all_logits needs at most {} tokens", self.opts.chunk),
-            });
-        }
-        if let Some(bad) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
-            return Err(EngineError::Shape {
-                op: "forward",
-                detail: format!(
-                    "token id {bad} is outside the vocabulary of {}",
-                    self.cfg.vocab_size
-                ),
-            });
-        }
+        super::check_forward(
+            tokens,
+            self.pos,
+            self.opts.ctx,
+            self.opts.chunk,
+            self.cfg.vocab_size,
+            all_logits,
+        )?;
         for chunk in tokens.chunks(self.opts.chunk) {
             self.forward_chunk(b, chunk, all_logits)?;
         }
@@ -620,28 +569,7 @@ impl<B: Backend> Llama<B> {
         let eps = cfg.rms_norm_eps as f32;
         let pos0 = self.pos;
         // 0. Embedding: x [t, h].
-        match &self.embed {
-            Embedding::Q4(q) => b.embed_q4(ids, q, &s.x)?,
-            Embedding::Q4Blocks(blocks) => {
-                if let Some(bad) = ids.iter().find(|&&i| i as usize >= cfg.vocab_size) {
-                    return Err(EngineError::Shape {
-                        op: "embed",
-                        detail: format!(
-                            "token id {bad} is outside the vocabulary of {}",
-                            cfg.vocab_size
-                        ),
-                    });
-                }
-                for (r0, q) in blocks {
-                    b.embed_q4_block(ids, q, *r0, &s.x)?;
-                }
-            }
-            Embedding::F32(table) => {
-                for (i, &id) in ids.iter().enumerate() {
-                    b.copy(table, id as usize * h, &s.x, i * h, h)?;
-                }
-            }
-        }
+        self.embed.forward(b, ids, &s.x)?;
         for l in &self.layers {
             // 1. h = rms_norm(x)                                   [t, h]
             b.rms_norm(&s.x, &l.input_layernorm, &s.h, t, h, eps, 0.0)?;

@@ -5,6 +5,7 @@
 pub mod bert;
 pub mod e5s1;
 pub mod llama;
+pub mod qwen3_5;
 
 use crate::backend::{Backend, MatmulKernel};
 use crate::error::{EngineError, Result};
@@ -159,5 +160,330 @@ impl<B: Backend> Linear<B> {
             }
             Linear::F32 { w, rows, cols } => b.f32_matmul(x, w, *rows, *cols, out, m, kernel),
         }
+    }
+}
+
+/// Storage of the token embedding table.
+enum EmbeddingTable<B: Backend> {
+    Q4(B::Q4),
+    Q4Blocks(Vec<(usize, B::Q4)>),
+    F32(B::Buffer),
+}
+
+/// The token embedding table `[vocab, hidden]`, which doubles as the tied LM head.
+pub struct TokenEmbedding<B: Backend> {
+    table: EmbeddingTable<B>,
+    vocab: usize,
+    hidden: usize,
+}
+
+impl<B: Backend> TokenEmbedding<B> {
+    /// Loads `model.embed_tokens.weight` `[vocab, hidden]` and the LM head: the same matrix
+    /// when `tied`, else `lm_head.weight`. LQ4 needs `hidden % 32 == 0`; otherwise f32.
+    pub fn new(
+        b: &B,
+        src: &dyn WeightSource,
+        vocab: usize,
+        hidden: usize,
+        fmt: WeightFormat,
+        tied: bool,
+    ) -> Result<(Self, Linear<B>)> {
+        let emb_fmt = if hidden.is_multiple_of(32) {
+            fmt
+        } else {
+            WeightFormat::F32
+        };
+        let head = Linear::new(b, src, "model.embed_tokens.weight", vocab, hidden, emb_fmt)?;
+        let table = match &head {
+            Linear::Q4(q) => EmbeddingTable::Q4(q.clone()),
+            Linear::Q4Blocks { blocks, .. } => EmbeddingTable::Q4Blocks(blocks.clone()),
+            Linear::F32 { w, .. } => EmbeddingTable::F32(w.clone()),
+        };
+        let head = if tied {
+            head
+        } else {
+            Linear::new(b, src, "lm_head.weight", vocab, hidden, fmt)?
+        };
+        Ok((
+            TokenEmbedding {
+                table,
+                vocab,
+                hidden,
+            },
+            head,
+        ))
+    }
+
+    /// Gathers the rows of `ids` into `out[ids.len()][hidden]`.
+    pub fn forward(&self, b: &B, ids: &[u32], out: &B::Buffer) -> Result<()> {
+        if let Some(bad) = ids.iter().find(|&&i| i as usize >= self.vocab) {
+            return Err(EngineError::Shape {
+                op: "embed",
+                detail: format!("token id {bad} is outside the vocabulary of {}", self.vocab),
+            });
+        }
+        match &self.table {
+            EmbeddingTable::Q4(q) => b.embed_q4(ids, q, out),
+            EmbeddingTable::Q4Blocks(blocks) => {
+                for (r0, q) in blocks {
+                    b.embed_q4_block(ids, q, *r0, out)?;
+                }
+                Ok(())
+            }
+            EmbeddingTable::F32(table) => {
+                let h = self.hidden;
+                for (i, &id) in ids.iter().enumerate() {
+                    b.copy(table, id as usize * h, out, i * h, h)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// End-of-sequence ids from a config's `eos_token_id` (an int or a list).
+pub(crate) fn eos_ids(v: &Option<serde_json::Value>) -> Vec<u32> {
+    match v {
+        Some(serde_json::Value::Number(n)) => {
+            n.as_u64().map(|v| vec![v as u32]).unwrap_or_default()
+        }
+        Some(serde_json::Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| v.as_u64())
+            .map(|v| v as u32)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The checks every decoder's `forward` makes before touching the device.
+pub(crate) fn check_forward(
+    tokens: &[u32],
+    pos: usize,
+    ctx: usize,
+    chunk: usize,
+    vocab: usize,
+    all_logits: bool,
+) -> Result<()> {
+    let bad = |detail: String| {
+        Err(EngineError::Shape {
+            op: "forward",
+            detail,
+        })
+    };
+    if tokens.is_empty() {
+        return bad("no tokens".into());
+    }
+    if pos + tokens.len() > ctx {
+        return bad(format!(
+            "{pos} cached + {} new tokens exceed the context of {ctx} positions",
+            tokens.len()
+        ));
+    }
+    if all_logits && tokens.len() > chunk {
+        return bad(format!("all_logits needs at most {chunk} tokens"));
+    }
+    if let Some(bad_id) = tokens.iter().find(|&&t| t as usize >= vocab) {
+        return bad(format!(
+            "token id {bad_id} is outside the vocabulary of {vocab}"
+        ));
+    }
+    Ok(())
+}
+
+/// A decoder's `config.json`, by architecture (serialized as the config itself).
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(untagged)]
+pub enum ModelConfig {
+    /// Llama / Qwen3.
+    Llama(llama::Config),
+    /// Qwen3.5 (hybrid).
+    Qwen35(qwen3_5::Config),
+}
+
+impl ModelConfig {
+    /// Parses a `config.json`, choosing the model file by `model_type` (or the nested
+    /// `text_config.model_type`); `source` names the file in errors.
+    pub fn from_json(source: &str, text: &str) -> Result<ModelConfig> {
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| EngineError::Format {
+            file: source.into(),
+            detail: format!("config.json: {e}"),
+        })?;
+        let ty = v
+            .get("model_type")
+            .and_then(|t| t.as_str())
+            .unwrap_or_default();
+        match ty {
+            "qwen3_5" | "qwen3_5_text" => Ok(ModelConfig::Qwen35(qwen3_5::Config::from_json(
+                source, text,
+            )?)),
+            _ => Ok(ModelConfig::Llama(llama::Config::from_json(source, text)?)),
+        }
+    }
+
+    /// `model_type` (the bundle's architecture).
+    pub fn model_type(&self) -> &str {
+        match self {
+            ModelConfig::Llama(c) => &c.model_type,
+            ModelConfig::Qwen35(c) => &c.model_type,
+        }
+    }
+
+    /// Vocabulary size.
+    pub fn vocab_size(&self) -> usize {
+        match self {
+            ModelConfig::Llama(c) => c.vocab_size,
+            ModelConfig::Qwen35(c) => c.vocab_size,
+        }
+    }
+
+    /// End-of-sequence ids.
+    pub fn eos_ids(&self) -> Vec<u32> {
+        match self {
+            ModelConfig::Llama(c) => c.eos_ids(),
+            ModelConfig::Qwen35(c) => c.eos_ids(),
+        }
+    }
+
+    /// Every weight the architecture reads (HF names and shapes).
+    pub fn tensor_shapes(&self) -> Vec<(String, Vec<usize>)> {
+        match self {
+            ModelConfig::Llama(c) => c.tensor_shapes(),
+            ModelConfig::Qwen35(c) => c.tensor_shapes(),
+        }
+    }
+
+    /// The config as JSON (what a bundle's manifest stores).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            ModelConfig::Llama(c) => serde_json::to_value(c),
+            ModelConfig::Qwen35(c) => serde_json::to_value(c),
+        }
+        .unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A loaded decoder of any supported architecture, with one interface for generation.
+pub enum Decoder<B: Backend> {
+    /// Llama / Qwen3.
+    Llama(llama::Llama<B>),
+    /// Qwen3.5 hybrid.
+    Qwen35(qwen3_5::Qwen35<B>),
+}
+
+impl<B: Backend> Decoder<B> {
+    /// Loads the architecture `cfg` names.
+    pub fn load(
+        b: &B,
+        cfg: ModelConfig,
+        src: &dyn WeightSource,
+        opts: llama::LoadOptions,
+    ) -> Result<Self> {
+        Ok(match cfg {
+            ModelConfig::Llama(c) => Decoder::Llama(llama::Llama::load(b, c, src, opts)?),
+            ModelConfig::Qwen35(c) => Decoder::Qwen35(qwen3_5::Qwen35::load(b, c, src, opts)?),
+        })
+    }
+
+    /// Vocabulary size (logit row length).
+    pub fn vocab_size(&self) -> usize {
+        match self {
+            Decoder::Llama(m) => m.cfg.vocab_size,
+            Decoder::Qwen35(m) => m.cfg.vocab_size,
+        }
+    }
+
+    /// Positions processed since the last reset.
+    pub fn position(&self) -> usize {
+        match self {
+            Decoder::Llama(m) => m.position(),
+            Decoder::Qwen35(m) => m.position(),
+        }
+    }
+
+    /// Context capacity in positions.
+    pub fn context(&self) -> usize {
+        match self {
+            Decoder::Llama(m) => m.context(),
+            Decoder::Qwen35(m) => m.context(),
+        }
+    }
+
+    /// How the matmul weights are stored.
+    pub fn format(&self) -> WeightFormat {
+        match self {
+            Decoder::Llama(m) => m.format(),
+            Decoder::Qwen35(m) => m.format(),
+        }
+    }
+
+    /// `model_type`.
+    pub fn model_type(&self) -> &str {
+        match self {
+            Decoder::Llama(m) => &m.cfg.model_type,
+            Decoder::Qwen35(m) => &m.cfg.model_type,
+        }
+    }
+
+    /// Forgets the sequence (Qwen3.5 also zeroes its recurrent states).
+    pub fn reset(&mut self, b: &B) -> Result<()> {
+        match self {
+            Decoder::Llama(m) => {
+                m.reset();
+                Ok(())
+            }
+            Decoder::Qwen35(m) => m.reset(b),
+        }
+    }
+
+    /// For timing only: continues as if `pos` positions were cached.
+    pub fn seek_for_benchmark(&mut self, pos: usize) {
+        match self {
+            Decoder::Llama(m) => m.seek_for_benchmark(pos),
+            Decoder::Qwen35(m) => m.seek_for_benchmark(pos),
+        }
+    }
+
+    /// Runs `tokens`, continuing the sequence (see [`llama::Llama::forward`]).
+    pub fn forward(&mut self, b: &B, tokens: &[u32], all_logits: bool) -> Result<()> {
+        match self {
+            Decoder::Llama(m) => m.forward(b, tokens, all_logits),
+            Decoder::Qwen35(m) => m.forward(b, tokens, all_logits),
+        }
+    }
+
+    /// The logits buffer and its rows.
+    pub fn logits(&self) -> (&B::Buffer, usize) {
+        match self {
+            Decoder::Llama(m) => m.logits(),
+            Decoder::Qwen35(m) => m.logits(),
+        }
+    }
+
+    /// Reads the logits of the last forward back to the host.
+    pub async fn read_logits(&self, b: &B) -> Result<Vec<f32>> {
+        let (buf, rows) = self.logits();
+        b.read(buf, 0, rows * self.vocab_size()).await
+    }
+
+    /// Bytes of the per-sequence state: `(fixed-size recurrent state, KV cache)`.
+    pub fn state_bytes(&self) -> (u64, u64) {
+        match self {
+            Decoder::Llama(m) => {
+                let c = &m.cfg;
+                (
+                    0,
+                    (4 * c.num_hidden_layers * 2 * m.context() * c.kv_heads() * c.head_dim())
+                        as u64,
+                )
+            }
+            Decoder::Qwen35(m) => m.cfg.state_bytes(m.context()),
+        }
+    }
+}
+
+impl<B: Backend> From<llama::Llama<B>> for Decoder<B> {
+    fn from(m: llama::Llama<B>) -> Self {
+        Decoder::Llama(m)
     }
 }

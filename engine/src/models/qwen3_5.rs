@@ -1,0 +1,1039 @@
+//! Qwen3.5, the hybrid decoder: three of every four layers are Gated DeltaNet linear attention
+//! (a fixed-size recurrent state per sequence), every fourth is gated full attention (a KV
+//! cache), with f32 or LQ4 weights. Read against transformers 5's `modeling_qwen3_5.py`.
+//!
+//! Per layer, for a chunk of `T` tokens at positions `pos0..pos0+T` (shapes in elements;
+//! `nk, dk` key heads and dim, `nv, dv` value heads and dim of the linear layers):
+//! 1. `h = rms_norm(x) * (1 + w)`                                   `[T, hidden]`
+//!
+//! Linear-attention layer (`linear_attn.*`):
+//! 2. `qkv = h Wqkv^T`, `z = h Wz^T`, `b = h Wb^T`, `a = h Wa^T`
+//!    `[T, 2*nk*dk + nv*dv]`, `[T, nv*dv]`, `[T, nv]`, `[T, nv]`
+//! 3. `qkv = silu(causal_depthwise_conv1d(qkv))`, continuing the layer's conv state
+//!    `[K-1, conv_dim]`
+//! 4. `o = gated_delta_rule(q, k, v, a, b)` on the layer's state `[nv, dk, dv]` (q, k
+//!    L2-normalized; value head `h` reads key head `h / (nv/nk)`)             `[T, nv*dv]`
+//! 5. `o = rms_norm(o per head) * w * silu(z)`                                `[T*nv, dv]`
+//! 6. `x += o Wout^T`                                                          `[T, hidden]`
+//!
+//! Full-attention layer (`self_attn.*`, `nh` query heads, `kv` heads, `hd` head dim):
+//! 2. `[q | gate] = h Wq^T` per head, split               `[T, nh, 2*hd]` -> `[T, nh*hd]` x2
+//! 3. `k, v = h Wk^T, h Wv^T`                             `[T, kv*hd]` x2
+//! 4. `q, k = rms_norm_per_head(q, k) * (1 + w)`; RoPE on the first `hd * partial_rotary_factor`
+//!    dims of each head (text-only positions: the multimodal sections reduce to plain RoPE)
+//! 5. `k, v` appended to the cache; `a = attention(q, cache)` causal, grouped-query
+//! 6. `x += (a * sigmoid(gate)) Wo^T`
+//!
+//! Both: 7. `x += down(silu(gate(h2)) * up(h2))`, `h2 = rms_norm(x) * (1 + w)`;
+//! then `logits = rms_norm(x) * (1 + w) W_lm^T`.
+//!
+//! The per-sequence state (conv + recurrent state of the linear layers, KV cache of the full
+//! layers) and all activations are allocated once at load (llama2.c's run state); only the
+//! full layers' part grows with the context.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Linear, TokenEmbedding, WeightFormat};
+use crate::backend::{rope_table, AttnShape, Backend, BufferLen, DeltaShape, RopeShape};
+use crate::error::{EngineError, Result};
+use crate::models::llama::LoadOptions;
+use crate::weights::{expect, HostTensor, WeightSource};
+
+/// `rope_parameters` of a Qwen3.5 config.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub struct RopeParameters {
+    /// Base frequency.
+    pub rope_theta: Option<f64>,
+    /// `default` is the only type implemented.
+    pub rope_type: Option<String>,
+    /// Fraction of each head's dimensions that is rotated (0.25 in Qwen3.5).
+    pub partial_rotary_factor: Option<f64>,
+    /// Multimodal RoPE sections (equal positions for text make them plain RoPE).
+    pub mrope_section: Option<Vec<usize>>,
+    /// Whether the multimodal sections interleave (irrelevant for text).
+    pub mrope_interleaved: Option<bool>,
+}
+
+/// Hugging Face `config.json` of `Qwen3_5ForCausalLM` (`model_type` `qwen3_5_text`), or the
+/// `text_config` of `Qwen3_5ForConditionalGeneration` (`model_type` `qwen3_5`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct Config {
+    /// `qwen3_5_text`.
+    pub model_type: String,
+    /// Vocabulary size.
+    pub vocab_size: usize,
+    /// Model width.
+    pub hidden_size: usize,
+    /// MLP width.
+    pub intermediate_size: usize,
+    /// Layers.
+    pub num_hidden_layers: usize,
+    /// Query heads of the full-attention layers.
+    pub num_attention_heads: usize,
+    /// Key/value heads of the full-attention layers.
+    pub num_key_value_heads: usize,
+    /// Head dimension of the full-attention layers.
+    pub head_dim: Option<usize>,
+    /// RMSNorm epsilon.
+    pub rms_norm_eps: f64,
+    /// RoPE parameters (transformers 5).
+    pub rope_parameters: Option<RopeParameters>,
+    /// RoPE base (older configs).
+    pub rope_theta: Option<f64>,
+    /// Rotated fraction (older configs).
+    pub partial_rotary_factor: Option<f64>,
+    /// Whether the LM head is the embedding matrix.
+    #[serde(default)]
+    pub tie_word_embeddings: bool,
+    /// Attention projections with bias (not implemented).
+    #[serde(default)]
+    pub attention_bias: bool,
+    /// Per-layer type: `linear_attention` or `full_attention`.
+    pub layer_types: Option<Vec<String>>,
+    /// Every n-th layer is full attention when `layer_types` is absent (default 4).
+    pub full_attention_interval: Option<usize>,
+    /// Depthwise conv kernel of the linear layers.
+    pub linear_conv_kernel_dim: usize,
+    /// Key (and query) head dimension of the linear layers.
+    pub linear_key_head_dim: usize,
+    /// Key (and query) heads of the linear layers.
+    pub linear_num_key_heads: usize,
+    /// Value heads of the linear layers.
+    pub linear_num_value_heads: usize,
+    /// Value head dimension of the linear layers.
+    pub linear_value_head_dim: usize,
+    /// Activation; only `silu`.
+    pub hidden_act: Option<String>,
+    /// End-of-sequence id(s).
+    pub eos_token_id: Option<serde_json::Value>,
+    /// Trained context length.
+    pub max_position_embeddings: Option<usize>,
+}
+
+/// A layer's token mixer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayerKind {
+    /// Gated DeltaNet linear attention.
+    Linear,
+    /// Gated full attention.
+    Full,
+}
+
+impl Config {
+    /// Parses and validates a `config.json`: the text model's, or the multimodal one's
+    /// `text_config` (its top-level `tie_word_embeddings` applies when the text part has none).
+    pub fn from_json(source: &str, text: &str) -> Result<Config> {
+        let bad = |detail: String| EngineError::Format {
+            file: source.into(),
+            detail,
+        };
+        let mut v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| bad(format!("config.json: {e}")))?;
+        if let Some(mut tc) = v.get("text_config").cloned() {
+            if let (Some(o), Some(tie)) = (tc.as_object_mut(), v.get("tie_word_embeddings")) {
+                o.entry("tie_word_embeddings").or_insert(tie.clone());
+            }
+            if let (Some(o), Some(eos)) = (tc.as_object_mut(), v.get("eos_token_id")) {
+                o.entry("eos_token_id").or_insert(eos.clone());
+            }
+            v = tc;
+        }
+        let c: Config = serde_json::from_value(v).map_err(|e| bad(format!("config.json: {e}")))?;
+        c.validate(source)?;
+        Ok(c)
+    }
+
+    fn validate(&self, source: &str) -> Result<()> {
+        let bad = |detail: String| {
+            Err(EngineError::Format {
+                file: source.into(),
+                detail,
+            })
+        };
+        if !matches!(self.model_type.as_str(), "qwen3_5_text" | "qwen3_5") {
+            return bad(format!(
+                "model_type '{}' is not supported by the Qwen3.5 model file",
+                self.model_type
+            ));
+        }
+        if self.attention_bias {
+            return bad("attention bias is not implemented for qwen3_5".into());
+        }
+        if let Some(act) = &self.hidden_act {
+            if act != "silu" {
+                return bad(format!("hidden_act '{act}' is not implemented (silu only)"));
+            }
+        }
+        if let Some(t) = self
+            .rope_parameters
+            .as_ref()
+            .and_then(|p| p.rope_type.as_ref())
+        {
+            if t != "default" {
+                return bad(format!("RoPE type '{t}' is not implemented (default only)"));
+            }
+        }
+        let types = self.layer_types_raw();
+        if types.len() != self.num_hidden_layers {
+            return bad(format!(
+                "layer_types lists {} layers, num_hidden_layers is {}",
+                types.len(),
+                self.num_hidden_layers
+            ));
+        }
+        if let Some(t) = types
+            .iter()
+            .find(|t| !matches!(t.as_str(), "linear_attention" | "full_attention"))
+        {
+            return bad(format!(
+                "layer type '{t}' is not implemented (linear_attention, full_attention)"
+            ));
+        }
+        let (nh, kv) = (self.num_attention_heads, self.num_key_value_heads);
+        if kv == 0 || !nh.is_multiple_of(kv) {
+            return bad(format!(
+                "{nh} attention heads are not a multiple of {kv} key/value heads"
+            ));
+        }
+        let hd = self.head_dim();
+        if hd == 0 || !hd.is_multiple_of(2) || hd > 256 {
+            return bad(format!("head_dim {hd} must be even and at most 256"));
+        }
+        let rot = self.rot_dim();
+        if rot == 0 || !rot.is_multiple_of(2) || rot > hd {
+            return bad(format!(
+                "partial_rotary_factor {} gives {rot} rotated dimensions of {hd}; need an even number in 2..={hd}",
+                self.partial_rotary()
+            ));
+        }
+        let (nk, nv) = (self.linear_num_key_heads, self.linear_num_value_heads);
+        if nk == 0 || nv == 0 || !nv.is_multiple_of(nk) {
+            return bad(format!(
+                "{nv} linear value heads are not a positive multiple of {nk} key heads"
+            ));
+        }
+        let max_dk = crate::kernels::delta_rule::MAX_K_DIM;
+        if self.linear_key_head_dim == 0 || self.linear_key_head_dim > max_dk {
+            return bad(format!(
+                "linear_key_head_dim {} is not in 1..={max_dk} (the delta-rule kernel's register state)",
+                self.linear_key_head_dim
+            ));
+        }
+        if self.linear_value_head_dim == 0 {
+            return bad("linear_value_head_dim is 0".into());
+        }
+        let max_k = crate::kernels::conv1d::MAX_KERNEL;
+        if !(2..=max_k).contains(&self.linear_conv_kernel_dim) {
+            return bad(format!(
+                "linear_conv_kernel_dim {} is not in 2..={max_k}",
+                self.linear_conv_kernel_dim
+            ));
+        }
+        if !self.hidden_size.is_multiple_of(4) || !self.intermediate_size.is_multiple_of(4) {
+            return bad("hidden and intermediate sizes must be multiples of 4".into());
+        }
+        Ok(())
+    }
+
+    fn layer_types_raw(&self) -> Vec<String> {
+        match &self.layer_types {
+            Some(t) => t.clone(),
+            None => {
+                let n = self.full_attention_interval.unwrap_or(4).max(1);
+                (0..self.num_hidden_layers)
+                    .map(|i| {
+                        if (i + 1) % n == 0 {
+                            "full_attention".to_string()
+                        } else {
+                            "linear_attention".to_string()
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Each layer's mixer.
+    pub fn layer_kinds(&self) -> Vec<LayerKind> {
+        self.layer_types_raw()
+            .iter()
+            .map(|t| {
+                if t == "full_attention" {
+                    LayerKind::Full
+                } else {
+                    LayerKind::Linear
+                }
+            })
+            .collect()
+    }
+
+    /// Head dimension of the full-attention layers.
+    pub fn head_dim(&self) -> usize {
+        self.head_dim
+            .unwrap_or(self.hidden_size / self.num_attention_heads.max(1))
+    }
+
+    fn partial_rotary(&self) -> f64 {
+        self.rope_parameters
+            .as_ref()
+            .and_then(|p| p.partial_rotary_factor)
+            .or(self.partial_rotary_factor)
+            .unwrap_or(1.0)
+    }
+
+    /// Rotated dimensions per head: `int(head_dim * partial_rotary_factor)`.
+    pub fn rot_dim(&self) -> usize {
+        (self.head_dim() as f64 * self.partial_rotary()) as usize
+    }
+
+    /// RoPE base frequency.
+    pub fn rope_theta(&self) -> f64 {
+        self.rope_parameters
+            .as_ref()
+            .and_then(|p| p.rope_theta)
+            .or(self.rope_theta)
+            .unwrap_or(10_000.0)
+    }
+
+    /// Query/key width of the linear layers, `nk * dk`.
+    pub fn key_dim(&self) -> usize {
+        self.linear_num_key_heads * self.linear_key_head_dim
+    }
+
+    /// Value width of the linear layers, `nv * dv`.
+    pub fn value_dim(&self) -> usize {
+        self.linear_num_value_heads * self.linear_value_head_dim
+    }
+
+    /// Channels of the depthwise conv: `2 * key_dim + value_dim`.
+    pub fn conv_dim(&self) -> usize {
+        2 * self.key_dim() + self.value_dim()
+    }
+
+    /// End-of-sequence ids from the config (an int or a list).
+    pub fn eos_ids(&self) -> Vec<u32> {
+        super::eos_ids(&self.eos_token_id)
+    }
+
+    /// Every weight the model reads: HF name (text-model naming) and shape, in load order.
+    pub fn tensor_shapes(&self) -> Vec<(String, Vec<usize>)> {
+        let (h, v, f) = (self.hidden_size, self.vocab_size, self.intermediate_size);
+        let (hd, nh, kv) = (
+            self.head_dim(),
+            self.num_attention_heads,
+            self.num_key_value_heads,
+        );
+        let (nv, dv) = (self.linear_num_value_heads, self.linear_value_head_dim);
+        let mut out = vec![("model.embed_tokens.weight".to_string(), vec![v, h])];
+        if !self.tie_word_embeddings {
+            out.push(("lm_head.weight".into(), vec![v, h]));
+        }
+        for (i, kind) in self.layer_kinds().into_iter().enumerate() {
+            let p = format!("model.layers.{i}");
+            out.push((format!("{p}.input_layernorm.weight"), vec![h]));
+            match kind {
+                LayerKind::Linear => {
+                    let la = format!("{p}.linear_attn");
+                    out.push((format!("{la}.in_proj_qkv.weight"), vec![self.conv_dim(), h]));
+                    out.push((format!("{la}.in_proj_z.weight"), vec![self.value_dim(), h]));
+                    out.push((format!("{la}.in_proj_b.weight"), vec![nv, h]));
+                    out.push((format!("{la}.in_proj_a.weight"), vec![nv, h]));
+                    out.push((
+                        format!("{la}.conv1d.weight"),
+                        vec![self.conv_dim(), 1, self.linear_conv_kernel_dim],
+                    ));
+                    out.push((format!("{la}.dt_bias"), vec![nv]));
+                    out.push((format!("{la}.A_log"), vec![nv]));
+                    out.push((format!("{la}.norm.weight"), vec![dv]));
+                    out.push((format!("{la}.out_proj.weight"), vec![h, self.value_dim()]));
+                }
+                LayerKind::Full => {
+                    let sa = format!("{p}.self_attn");
+                    out.push((format!("{sa}.q_proj.weight"), vec![nh * hd * 2, h]));
+                    out.push((format!("{sa}.k_proj.weight"), vec![kv * hd, h]));
+                    out.push((format!("{sa}.v_proj.weight"), vec![kv * hd, h]));
+                    out.push((format!("{sa}.o_proj.weight"), vec![h, nh * hd]));
+                    out.push((format!("{sa}.q_norm.weight"), vec![hd]));
+                    out.push((format!("{sa}.k_norm.weight"), vec![hd]));
+                }
+            }
+            out.push((format!("{p}.post_attention_layernorm.weight"), vec![h]));
+            out.push((format!("{p}.mlp.gate_proj.weight"), vec![f, h]));
+            out.push((format!("{p}.mlp.up_proj.weight"), vec![f, h]));
+            out.push((format!("{p}.mlp.down_proj.weight"), vec![h, f]));
+        }
+        out.push(("model.norm.weight".into(), vec![h]));
+        out
+    }
+
+    /// Bytes of one sequence's state at `ctx` positions: `(linear layers' conv + recurrent
+    /// state, which does not grow with the context; full layers' KV cache)`, f32.
+    pub fn state_bytes(&self, ctx: usize) -> (u64, u64) {
+        let kinds = self.layer_kinds();
+        let lin = kinds.iter().filter(|k| **k == LayerKind::Linear).count() as u64;
+        let full = kinds.len() as u64 - lin;
+        let per_lin = ((self.linear_conv_kernel_dim - 1) * self.conv_dim()
+            + self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim)
+            as u64;
+        let per_full = (2 * ctx * self.num_key_value_heads * self.head_dim()) as u64;
+        (4 * lin * per_lin, 4 * full * per_full)
+    }
+}
+
+/// Maps the multimodal checkpoint's `model.language_model.*` names onto the text model's
+/// `model.*` names (the vision tower and `mtp.*` are never read).
+pub struct LanguageModelWeights<'a> {
+    inner: &'a dyn WeightSource,
+}
+
+impl<'a> LanguageModelWeights<'a> {
+    /// Wraps `inner` when it holds the multimodal layout, else returns `None`.
+    pub fn detect(inner: &'a dyn WeightSource) -> Result<Option<Self>> {
+        if inner.get("model.embed_tokens.weight")?.is_some() {
+            return Ok(None);
+        }
+        Ok(inner
+            .get("model.language_model.embed_tokens.weight")?
+            .map(|_| LanguageModelWeights { inner }))
+    }
+
+    fn map(name: &str) -> String {
+        match name.strip_prefix("model.") {
+            Some(rest) => format!("model.language_model.{rest}"),
+            None => name.to_string(),
+        }
+    }
+}
+
+impl WeightSource for LanguageModelWeights<'_> {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn get(&self, name: &str) -> Result<Option<HostTensor>> {
+        self.inner.get(&Self::map(name))
+    }
+    fn q4_parts(&self, name: &str) -> Result<Option<Vec<(usize, crate::quant::Q4Matrix)>>> {
+        self.inner.q4_parts(&Self::map(name))
+    }
+}
+
+/// A 1-D parameter uploaded as f32 after its shape check.
+fn vector<B: Backend>(b: &B, src: &dyn WeightSource, name: &str, len: usize) -> Result<B::Buffer> {
+    b.upload(name, &expect(src, name, &[len])?.data)
+}
+
+/// One Gated DeltaNet layer's weights and per-sequence state.
+struct GatedDeltaNet<B: Backend> {
+    in_proj_qkv: Linear<B>,
+    in_proj_z: Linear<B>,
+    in_proj_b: Linear<B>,
+    in_proj_a: Linear<B>,
+    /// `[conv_dim, K]` (HF `[conv_dim, 1, K]`).
+    conv1d: B::Buffer,
+    dt_bias: B::Buffer,
+    a_log: B::Buffer,
+    norm: B::Buffer,
+    out_proj: Linear<B>,
+    /// `[K-1, conv_dim]`: the last inputs of the conv.
+    conv_state: B::Buffer,
+    /// `[nv, dk, dv]`.
+    state: B::Buffer,
+}
+
+impl<B: Backend> GatedDeltaNet<B> {
+    fn new(
+        b: &B,
+        cfg: &Config,
+        src: &dyn WeightSource,
+        p: &str,
+        fmt: WeightFormat,
+    ) -> Result<Self> {
+        let h = cfg.hidden_size;
+        let (nv, dv, k) = (
+            cfg.linear_num_value_heads,
+            cfg.linear_value_head_dim,
+            cfg.linear_conv_kernel_dim,
+        );
+        let la = format!("{p}.linear_attn");
+        let lin = |n: &str, rows: usize, cols: usize| {
+            Linear::new(b, src, &format!("{la}.{n}.weight"), rows, cols, fmt)
+        };
+        let conv_name = format!("{la}.conv1d.weight");
+        let conv = expect(src, &conv_name, &[cfg.conv_dim(), 1, k])?;
+        Ok(GatedDeltaNet {
+            in_proj_qkv: lin("in_proj_qkv", cfg.conv_dim(), h)?,
+            in_proj_z: lin("in_proj_z", cfg.value_dim(), h)?,
+            in_proj_b: lin("in_proj_b", nv, h)?,
+            in_proj_a: lin("in_proj_a", nv, h)?,
+            conv1d: b.upload(&conv_name, &conv.data)?,
+            dt_bias: vector(b, src, &format!("{la}.dt_bias"), nv)?,
+            a_log: vector(b, src, &format!("{la}.A_log"), nv)?,
+            norm: vector(b, src, &format!("{la}.norm.weight"), dv)?,
+            out_proj: lin("out_proj", h, cfg.value_dim())?,
+            conv_state: b.alloc("conv_state", (k - 1) * cfg.conv_dim())?,
+            state: b.alloc("delta_state", nv * cfg.linear_key_head_dim * dv)?,
+        })
+    }
+}
+
+/// One gated full-attention layer's weights and KV cache.
+struct GatedAttention<B: Backend> {
+    /// `[nh * 2 * hd, hidden]`: per head, query rows then gate rows.
+    q_proj: Linear<B>,
+    k_proj: Linear<B>,
+    v_proj: Linear<B>,
+    o_proj: Linear<B>,
+    q_norm: B::Buffer,
+    k_norm: B::Buffer,
+    k_cache: B::Buffer,
+    v_cache: B::Buffer,
+}
+
+impl<B: Backend> GatedAttention<B> {
+    fn new(
+        b: &B,
+        cfg: &Config,
+        src: &dyn WeightSource,
+        p: &str,
+        opts: &LoadOptions,
+    ) -> Result<Self> {
+        let (h, hd, nh, kv) = (
+            cfg.hidden_size,
+            cfg.head_dim(),
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+        );
+        let sa = format!("{p}.self_attn");
+        let lin = |n: &str, rows: usize, cols: usize| {
+            Linear::new(b, src, &format!("{sa}.{n}.weight"), rows, cols, opts.format)
+        };
+        Ok(GatedAttention {
+            q_proj: lin("q_proj", nh * hd * 2, h)?,
+            k_proj: lin("k_proj", kv * hd, h)?,
+            v_proj: lin("v_proj", kv * hd, h)?,
+            o_proj: lin("o_proj", h, nh * hd)?,
+            q_norm: vector(b, src, &format!("{sa}.q_norm.weight"), hd)?,
+            k_norm: vector(b, src, &format!("{sa}.k_norm.weight"), hd)?,
+            k_cache: b.alloc("k_cache", opts.ctx * kv * hd)?,
+            v_cache: b.alloc("v_cache", opts.ctx * kv * hd)?,
+        })
+    }
+}
+
+/// A layer's token mixer with its state.
+enum Mixer<B: Backend> {
+    Linear(GatedDeltaNet<B>),
+    Full(GatedAttention<B>),
+}
+
+/// SwiGLU MLP.
+struct Mlp<B: Backend> {
+    gate_proj: Linear<B>,
+    up_proj: Linear<B>,
+    down_proj: Linear<B>,
+}
+
+/// One decoder layer.
+struct Layer<B: Backend> {
+    input_layernorm: B::Buffer,
+    mixer: Mixer<B>,
+    post_attention_layernorm: B::Buffer,
+    mlp: Mlp<B>,
+}
+
+/// Activations for one chunk, allocated once.
+struct RunState<B: Backend> {
+    x: B::Buffer,
+    h: B::Buffer,
+    // linear attention
+    qkv: B::Buffer,
+    conv: B::Buffer,
+    z: B::Buffer,
+    a: B::Buffer,
+    b: B::Buffer,
+    core: B::Buffer,
+    core_n: B::Buffer,
+    gated: B::Buffer,
+    // full attention
+    q_raw: B::Buffer,
+    q: B::Buffer,
+    qn: B::Buffer,
+    gate: B::Buffer,
+    k: B::Buffer,
+    kn: B::Buffer,
+    v: B::Buffer,
+    att: B::Buffer,
+    att_g: B::Buffer,
+    // shared
+    o: B::Buffer,
+    mlp_gate: B::Buffer,
+    mlp_up: B::Buffer,
+    act: B::Buffer,
+    last: B::Buffer,
+    last_n: B::Buffer,
+    logits: B::Buffer,
+    /// Zeros as long as the largest per-layer state, copied over the states on reset.
+    zeros: B::Buffer,
+}
+
+/// A loaded Qwen3.5 model with its run state.
+pub struct Qwen35<B: Backend> {
+    /// The configuration.
+    pub cfg: Config,
+    opts: LoadOptions,
+    embed: TokenEmbedding<B>,
+    layers: Vec<Layer<B>>,
+    norm: B::Buffer,
+    lm_head: Linear<B>,
+    rope: B::Buffer,
+    s: RunState<B>,
+    pos: usize,
+    logit_rows: usize,
+}
+
+impl<B: Backend> Qwen35<B> {
+    /// Loads every weight by its HF name (shape-checked; the multimodal checkpoint's
+    /// `model.language_model.*` names are mapped) and allocates the run state.
+    pub fn load(b: &B, cfg: Config, src: &dyn WeightSource, opts: LoadOptions) -> Result<Self> {
+        if let Some(mapped) = LanguageModelWeights::detect(src)? {
+            return Self::load_from(b, cfg, &mapped, opts);
+        }
+        Self::load_from(b, cfg, src, opts)
+    }
+
+    fn load_from(b: &B, cfg: Config, src: &dyn WeightSource, opts: LoadOptions) -> Result<Self> {
+        if opts.ctx == 0 || opts.chunk == 0 {
+            return Err(EngineError::Shape {
+                op: "load",
+                detail: "context and chunk must be positive".into(),
+            });
+        }
+        let (h, v, f) = (cfg.hidden_size, cfg.vocab_size, cfg.intermediate_size);
+        let fmt = opts.format;
+        let (embed, lm_head) = TokenEmbedding::new(b, src, v, h, fmt, cfg.tie_word_embeddings)?;
+        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+        for (i, kind) in cfg.layer_kinds().into_iter().enumerate() {
+            let p = format!("model.layers.{i}");
+            let mixer = match kind {
+                LayerKind::Linear => Mixer::Linear(GatedDeltaNet::new(b, &cfg, src, &p, fmt)?),
+                LayerKind::Full => Mixer::Full(GatedAttention::new(b, &cfg, src, &p, &opts)?),
+            };
+            let mlp = |n: &str, rows: usize, cols: usize| {
+                Linear::new(b, src, &format!("{p}.mlp.{n}.weight"), rows, cols, fmt)
+            };
+            layers.push(Layer {
+                input_layernorm: vector(b, src, &format!("{p}.input_layernorm.weight"), h)?,
+                mixer,
+                post_attention_layernorm: vector(
+                    b,
+                    src,
+                    &format!("{p}.post_attention_layernorm.weight"),
+                    h,
+                )?,
+                mlp: Mlp {
+                    gate_proj: mlp("gate_proj", f, h)?,
+                    up_proj: mlp("up_proj", f, h)?,
+                    down_proj: mlp("down_proj", h, f)?,
+                },
+            });
+        }
+        let norm = vector(b, src, "model.norm.weight", h)?;
+        let rope = b.upload(
+            "rope",
+            &rope_table(cfg.rope_theta() as f32, cfg.rot_dim(), opts.ctx),
+        )?;
+        let t = opts.chunk;
+        let (hd, nh, kv) = (
+            cfg.head_dim(),
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+        );
+        let nv = cfg.linear_num_value_heads;
+        let state_len = (cfg.linear_conv_kernel_dim - 1) * cfg.conv_dim()
+            + nv * cfg.linear_key_head_dim * cfg.linear_value_head_dim;
+        let s = RunState {
+            x: b.alloc("x", t * h)?,
+            h: b.alloc("h", t * h)?,
+            qkv: b.alloc("qkv", t * cfg.conv_dim())?,
+            conv: b.alloc("conv", t * cfg.conv_dim())?,
+            z: b.alloc("z", t * cfg.value_dim())?,
+            a: b.alloc("a", t * nv)?,
+            b: b.alloc("b", t * nv)?,
+            core: b.alloc("core", t * cfg.value_dim())?,
+            core_n: b.alloc("core_n", t * cfg.value_dim())?,
+            gated: b.alloc("gated", t * cfg.value_dim())?,
+            q_raw: b.alloc("q_raw", t * nh * hd * 2)?,
+            q: b.alloc("q", t * nh * hd)?,
+            qn: b.alloc("qn", t * nh * hd)?,
+            gate: b.alloc("gate", t * nh * hd)?,
+            k: b.alloc("k", t * kv * hd)?,
+            kn: b.alloc("kn", t * kv * hd)?,
+            v: b.alloc("v", t * kv * hd)?,
+            att: b.alloc("att", t * nh * hd)?,
+            att_g: b.alloc("att_g", t * nh * hd)?,
+            o: b.alloc("o", t * h)?,
+            mlp_gate: b.alloc("mlp_gate", t * f)?,
+            mlp_up: b.alloc("mlp_up", t * f)?,
+            act: b.alloc("act", t * f)?,
+            last: b.alloc("last", h)?,
+            last_n: b.alloc("last_n", h)?,
+            logits: b.alloc("logits", v)?,
+            zeros: b.alloc("zeros", state_len)?,
+        };
+        Ok(Qwen35 {
+            cfg,
+            opts,
+            embed,
+            layers,
+            norm,
+            lm_head,
+            rope,
+            s,
+            pos: 0,
+            logit_rows: 0,
+        })
+    }
+
+    /// Positions processed since the last reset.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// How the matmul weights are stored.
+    pub fn format(&self) -> WeightFormat {
+        self.opts.format
+    }
+
+    /// KV-cache capacity of the full-attention layers in positions.
+    pub fn context(&self) -> usize {
+        self.opts.ctx
+    }
+
+    /// Forgets the sequence: zeroes the conv and recurrent states (the KV cache is simply
+    /// overwritten).
+    pub fn reset(&mut self, b: &B) -> Result<()> {
+        for l in &self.layers {
+            if let Mixer::Linear(la) = &l.mixer {
+                b.copy(&self.s.zeros, 0, &la.conv_state, 0, la.conv_state.len())?;
+                b.copy(&self.s.zeros, 0, &la.state, 0, la.state.len())?;
+            }
+        }
+        self.pos = 0;
+        Ok(())
+    }
+
+    /// For timing only: continues as if `pos` positions were cached (the caches and states
+    /// hold whatever they hold), so decode speed at a long context can be measured without
+    /// prefilling it.
+    pub fn seek_for_benchmark(&mut self, pos: usize) {
+        self.pos = pos.min(self.opts.ctx.saturating_sub(1));
+    }
+
+    /// Runs `tokens` through the model in chunks, continuing the sequence. Afterwards
+    /// [`Qwen35::logits`] holds the last token's logits, or every token's logits of the final
+    /// chunk with `all_logits` (which needs `tokens.len() <= chunk`).
+    pub fn forward(&mut self, b: &B, tokens: &[u32], all_logits: bool) -> Result<()> {
+        super::check_forward(
+            tokens,
+            self.pos,
+            self.opts.ctx,
+            self.opts.chunk,
+            self.cfg.vocab_size,
+            all_logits,
+        )?;
+        for chunk in tokens.chunks(self.opts.chunk) {
+            self.forward_chunk(b, chunk, all_logits)?;
+        }
+        Ok(())
+    }
+
+    fn forward_chunk(&mut self, b: &B, ids: &[u32], all_logits: bool) -> Result<()> {
+        let cfg = &self.cfg;
+        let s = &self.s;
+        let t = ids.len();
+        let (h, f) = (cfg.hidden_size, cfg.intermediate_size);
+        let eps = cfg.rms_norm_eps as f32;
+        let pos0 = self.pos;
+        // 0. Embedding: x [t, h].
+        self.embed.forward(b, ids, &s.x)?;
+        for l in &self.layers {
+            // 1. h = rms_norm(x) * (1 + w)                                  [t, h]
+            b.rms_norm(&s.x, &l.input_layernorm, &s.h, t, h, eps, 1.0)?;
+            match &l.mixer {
+                Mixer::Linear(la) => self.linear_attention(b, la, t)?,
+                Mixer::Full(fa) => self.full_attention(b, fa, t, pos0)?,
+            }
+            b.add_assign(&s.x, &s.o, t * h)?;
+            // 7. x += down(silu(gate(h2)) * up(h2)), h2 = rms_norm(x) * (1 + w)
+            b.rms_norm(&s.x, &l.post_attention_layernorm, &s.h, t, h, eps, 1.0)?;
+            l.mlp.gate_proj.forward(b, &s.h, &s.mlp_gate, t)?;
+            l.mlp.up_proj.forward(b, &s.h, &s.mlp_up, t)?;
+            b.silu_mul(&s.mlp_gate, &s.mlp_up, &s.act, t * f)?;
+            l.mlp.down_proj.forward(b, &s.act, &s.o, t)?;
+            b.add_assign(&s.x, &s.o, t * h)?;
+        }
+        // 8. final norm and LM head
+        if all_logits {
+            b.rms_norm(&s.x, &self.norm, &s.h, t, h, eps, 1.0)?;
+            let v = cfg.vocab_size;
+            if s.logits.len() < t * v {
+                self.s.logits = b.alloc("logits", t * v)?;
+            }
+            self.lm_head.forward(b, &self.s.h, &self.s.logits, t)?;
+            self.logit_rows = t;
+        } else {
+            b.copy(&s.x, (t - 1) * h, &s.last, 0, h)?;
+            b.rms_norm(&s.last, &self.norm, &s.last_n, 1, h, eps, 1.0)?;
+            self.lm_head.forward(b, &s.last_n, &s.logits, 1)?;
+            self.logit_rows = 1;
+        }
+        self.pos += t;
+        Ok(())
+    }
+
+    /// Steps 2–6 of a linear-attention layer: `s.h` in, `s.o` out.
+    fn linear_attention(&self, b: &B, la: &GatedDeltaNet<B>, t: usize) -> Result<()> {
+        let (cfg, s) = (&self.cfg, &self.s);
+        let (nv, dv) = (cfg.linear_num_value_heads, cfg.linear_value_head_dim);
+        // 2. projections                          [t, conv_dim], [t, nv*dv], [t, nv] x2
+        la.in_proj_qkv.forward(b, &s.h, &s.qkv, t)?;
+        la.in_proj_z.forward(b, &s.h, &s.z, t)?;
+        la.in_proj_b.forward(b, &s.h, &s.b, t)?;
+        la.in_proj_a.forward(b, &s.h, &s.a, t)?;
+        // 3. causal depthwise conv + SiLU, continuing the conv state      [t, conv_dim]
+        b.conv1d_silu(
+            &s.qkv,
+            &la.conv1d,
+            &la.conv_state,
+            &s.conv,
+            t,
+            cfg.conv_dim(),
+            cfg.linear_conv_kernel_dim,
+        )?;
+        // 4. gated delta rule on the recurrent state                      [t, nv*dv]
+        let shape = DeltaShape {
+            tokens: t,
+            k_heads: cfg.linear_num_key_heads,
+            v_heads: nv,
+            k_dim: cfg.linear_key_head_dim,
+            v_dim: dv,
+        };
+        b.gated_delta_rule(
+            &s.conv,
+            &s.a,
+            &s.b,
+            &la.a_log,
+            &la.dt_bias,
+            &la.state,
+            &s.core,
+            shape,
+        )?;
+        // 5. gated RMSNorm per head: rms_norm(o) * w * silu(z)            [t*nv, dv]
+        b.rms_norm(
+            &s.core,
+            &la.norm,
+            &s.core_n,
+            t * nv,
+            dv,
+            cfg.rms_norm_eps as f32,
+            0.0,
+        )?;
+        b.silu_mul(&s.z, &s.core_n, &s.gated, t * nv * dv)?;
+        // 6. o = gated Wout^T                                             [t, h]
+        la.out_proj.forward(b, &s.gated, &s.o, t)
+    }
+
+    /// Steps 2–6 of a full-attention layer: `s.h` in, `s.o` out.
+    fn full_attention(&self, b: &B, fa: &GatedAttention<B>, t: usize, pos0: usize) -> Result<()> {
+        let (cfg, s) = (&self.cfg, &self.s);
+        let (hd, nh, kv) = (
+            cfg.head_dim(),
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+        );
+        let eps = cfg.rms_norm_eps as f32;
+        // 2. [q | gate] per head, split                                   [t, nh*hd] x2
+        fa.q_proj.forward(b, &s.h, &s.q_raw, t)?;
+        b.take_half(&s.q_raw, &s.q, t * nh, hd, 0)?;
+        b.take_half(&s.q_raw, &s.gate, t * nh, hd, 1)?;
+        // 3. k, v                                                         [t, kv*hd]
+        fa.k_proj.forward(b, &s.h, &s.k, t)?;
+        fa.v_proj.forward(b, &s.h, &s.v, t)?;
+        // 4. per-head RMSNorm (1 + w), partial RoPE at pos0
+        b.rms_norm(&s.q, &fa.q_norm, &s.qn, t * nh, hd, eps, 1.0)?;
+        b.rms_norm(&s.k, &fa.k_norm, &s.kn, t * kv, hd, eps, 1.0)?;
+        let rs = |heads| RopeShape {
+            tokens: t,
+            heads,
+            head_dim: hd,
+            rot_dim: cfg.rot_dim(),
+            pos0,
+        };
+        b.rope(&s.qn, &self.rope, rs(nh))?;
+        b.rope(&s.kn, &self.rope, rs(kv))?;
+        // 5. append to the cache, causal grouped-query attention          [t, nh*hd]
+        b.copy(&s.kn, 0, &fa.k_cache, pos0 * kv * hd, t * kv * hd)?;
+        b.copy(&s.v, 0, &fa.v_cache, pos0 * kv * hd, t * kv * hd)?;
+        let shape = AttnShape {
+            causal: true,
+            tokens: t,
+            heads: nh,
+            kv_heads: kv,
+            head_dim: hd,
+            pos0,
+            ctx: self.opts.ctx,
+            scale: 1.0 / (hd as f32).sqrt(),
+        };
+        b.attention(&s.qn, &fa.k_cache, &fa.v_cache, &s.att, shape)?;
+        // 6. o = (att * sigmoid(gate)) Wo^T                               [t, h]
+        b.sigmoid_mul(&s.att, &s.gate, &s.att_g, t * nh * hd)?;
+        fa.o_proj.forward(b, &s.att_g, &s.o, t)
+    }
+
+    /// The logits buffer: `[rows, vocab]` with `rows` from the last forward.
+    pub fn logits(&self) -> (&B::Buffer, usize) {
+        (&self.s.logits, self.logit_rows)
+    }
+
+    /// Reads the logits of the last forward back to the host.
+    pub async fn read_logits(&self, b: &B) -> Result<Vec<f32>> {
+        b.read(&self.s.logits, 0, self.logit_rows * self.cfg.vocab_size)
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = r#"{"model_type":"qwen3_5_text","vocab_size":256,"hidden_size":64,
+        "intermediate_size":128,"num_hidden_layers":4,"num_attention_heads":4,
+        "num_key_value_heads":2,"head_dim":32,"rms_norm_eps":1e-6,
+        "rope_parameters":{"rope_type":"default","rope_theta":1000000.0,"partial_rotary_factor":0.25},
+        "tie_word_embeddings":true,"linear_conv_kernel_dim":4,"linear_key_head_dim":16,
+        "linear_num_key_heads":2,"linear_num_value_heads":4,"linear_value_head_dim":16,
+        "layer_types":["linear_attention","linear_attention","linear_attention","full_attention"],
+        "eos_token_id":2}"#;
+
+    #[test]
+    fn text_and_multimodal_configs() {
+        let c = Config::from_json("t", TEXT).expect("text");
+        assert_eq!(c.rot_dim(), 8);
+        assert_eq!(c.conv_dim(), 2 * 32 + 64);
+        assert_eq!(
+            c.layer_kinds(),
+            [
+                LayerKind::Linear,
+                LayerKind::Linear,
+                LayerKind::Linear,
+                LayerKind::Full
+            ]
+        );
+        let inner = TEXT.replace(r#""tie_word_embeddings":true,"#, "");
+        let mm = format!(
+            r#"{{"model_type":"qwen3_5","architectures":["Qwen3_5ForConditionalGeneration"],
+            "tie_word_embeddings":true,"text_config":{inner},"vision_config":{{"depth":2}}}}"#
+        );
+        let m = Config::from_json("mm", &mm).expect("multimodal");
+        assert!(m.tie_word_embeddings);
+        assert_eq!(m.eos_ids(), [2]);
+        // Without layer_types every 4th layer is full attention.
+        let no_types = TEXT.replace(
+            r#""layer_types":["linear_attention","linear_attention","linear_attention","full_attention"],"#,
+            r#""full_attention_interval":2,"#,
+        );
+        let n = Config::from_json("n", &no_types).expect("interval");
+        assert_eq!(n.layer_kinds()[1], LayerKind::Full);
+        assert_eq!(n.layer_kinds()[0], LayerKind::Linear);
+    }
+
+    #[test]
+    fn unsupported_configs_are_refused_by_name() {
+        let cases = [
+            (
+                TEXT.replace(
+                    r#""linear_key_head_dim":16"#,
+                    r#""linear_key_head_dim":192"#,
+                ),
+                "linear_key_head_dim",
+            ),
+            (
+                TEXT.replace(
+                    r#""linear_num_value_heads":4"#,
+                    r#""linear_num_value_heads":3"#,
+                ),
+                "value heads",
+            ),
+            (
+                TEXT.replace(
+                    r#""linear_conv_kernel_dim":4"#,
+                    r#""linear_conv_kernel_dim":12"#,
+                ),
+                "linear_conv_kernel_dim",
+            ),
+            (
+                TEXT.replace(r#""rope_type":"default""#, r#""rope_type":"yarn""#),
+                "yarn",
+            ),
+            (
+                TEXT.replace(r#""full_attention"]"#, r#""sliding_attention"]"#),
+                "sliding_attention",
+            ),
+            (
+                TEXT.replace(r#""num_hidden_layers":4"#, r#""num_hidden_layers":5"#),
+                "layer_types",
+            ),
+            (
+                TEXT.replace(
+                    r#""partial_rotary_factor":0.25"#,
+                    r#""partial_rotary_factor":0.01"#,
+                ),
+                "partial_rotary_factor",
+            ),
+            (
+                TEXT.replace(r#""linear_value_head_dim":16,"#, ""),
+                "linear_value_head_dim",
+            ),
+        ];
+        for (json, needle) in cases {
+            let e = Config::from_json("cfg.json", &json)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                e.contains(needle) && e.contains("cfg.json"),
+                "{needle}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn state_size_of_the_4b_shape_does_not_grow_with_the_context() {
+        let c = Config::from_json(
+            "4b",
+            &TEXT
+                .replace(r#""hidden_size":64"#, r#""hidden_size":2560"#)
+                .replace(r#""num_hidden_layers":4"#, r#""num_hidden_layers":32"#)
+                .replace(r#""linear_key_head_dim":16"#, r#""linear_key_head_dim":128"#)
+                .replace(r#""linear_value_head_dim":16"#, r#""linear_value_head_dim":128"#)
+                .replace(r#""linear_num_key_heads":2"#, r#""linear_num_key_heads":16"#)
+                .replace(r#""linear_num_value_heads":4"#, r#""linear_num_value_heads":32"#)
+                .replace(r#""num_attention_heads":4"#, r#""num_attention_heads":16"#)
+                .replace(r#""num_key_value_heads":2"#, r#""num_key_value_heads":4"#)
+                .replace(r#""head_dim":32"#, r#""head_dim":256"#)
+                .replace(
+                    r#""layer_types":["linear_attention","linear_attention","linear_attention","full_attention"],"#,
+                    "",
+                ),
+        )
+        .expect("4b");
+        let (lin1, kv1) = c.state_bytes(1024);
+        let (lin8, kv8) = c.state_bytes(8192);
+        assert_eq!(lin1, lin8);
+        // 24 linear layers x (3 x 8192 conv + 32 x 128 x 128 state) x 4 bytes.
+        assert_eq!(lin1, 24 * (3 * 8192 + 32 * 128 * 128) * 4);
+        // 8 full layers x 2 x ctx x 4 heads x 256 x 4 bytes.
+        assert_eq!(kv8, 8 * 2 * 8192 * 4 * 256 * 4);
+        assert_eq!(kv8, 8 * kv1);
+    }
+}
