@@ -190,7 +190,10 @@ pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
                 })
             }
         };
-        let dtype = if shape.len() != 2 {
+        let keep_f32 = lorekeeper_engine::models::qwen3_5::F32_MATRICES
+            .iter()
+            .any(|s| name.ends_with(s));
+        let dtype = if shape.len() != 2 || keep_f32 {
             DType::F32
         } else {
             o.quant.matrix_dtype(cols)

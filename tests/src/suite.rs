@@ -30,8 +30,9 @@ pub mod bounds {
     pub const EMBED: Tolerance = Tolerance::new(1e-6, 1e-6);
     /// Conv1d + SiLU: K f32 products per element and an `exp`.
     pub const CONV1D: Tolerance = Tolerance::new(1e-6, 1e-5);
-    /// Gated delta rule: dk-long f32 dots per step, the state carried over up to 40 steps.
-    pub const DELTA_RULE: Tolerance = Tolerance::new(2e-5, 1e-4);
+    /// Gated delta rule: dk-long f32 dots per step, the state carried over up to 40 steps
+    /// (outputs are O(0.1): q is L2-normalized and scaled by dk^-0.5; measured <= 4e-8).
+    pub const DELTA_RULE: Tolerance = Tolerance::new(1e-6, 1e-4);
     /// The softmax normaliser returned by `select`.
     pub const SUM_EXP: Tolerance = Tolerance::new(0.0, 1e-5);
 }
@@ -447,7 +448,7 @@ pub fn delta_case(rng: &mut Pcg32) -> (DeltaShape, DeltaInputs) {
     };
     let t = s.tokens;
     let a_log: Vec<f32> = (0..s.v_heads)
-        .map(|_| rng.uniform(1.0, 16.0).ln())
+        .map(|_| rng.uniform(0.01, 4.0).ln())
         .collect();
     let inputs = (
         rng.normal_vec(t * s.qkv_stride(), 1.0),

@@ -39,6 +39,14 @@ use crate::error::{EngineError, Result};
 use crate::models::llama::LoadOptions;
 use crate::weights::{expect, HostTensor, WeightSource};
 
+/// Matrices kept in f32 whatever the weight format: the decay and beta projections feed
+/// exponentials and sigmoids that compound over the whole sequence, and at `nv` rows each they
+/// are ~0.1 % of the weights. The index-builder stores them f32 too.
+pub const F32_MATRICES: [&str; 2] = [
+    "linear_attn.in_proj_a.weight",
+    "linear_attn.in_proj_b.weight",
+];
+
 /// `rope_parameters` of a Qwen3.5 config.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct RopeParameters {
@@ -458,13 +466,24 @@ impl<B: Backend> GatedDeltaNet<B> {
         let lin = |n: &str, rows: usize, cols: usize| {
             Linear::new(b, src, &format!("{la}.{n}.weight"), rows, cols, fmt)
         };
+        // See [`F32_MATRICES`].
+        let small = |n: &str, rows: usize, cols: usize| {
+            Linear::new(
+                b,
+                src,
+                &format!("{la}.{n}.weight"),
+                rows,
+                cols,
+                WeightFormat::F32,
+            )
+        };
         let conv_name = format!("{la}.conv1d.weight");
         let conv = expect(src, &conv_name, &[cfg.conv_dim(), 1, k])?;
         Ok(GatedDeltaNet {
             in_proj_qkv: lin("in_proj_qkv", cfg.conv_dim(), h)?,
             in_proj_z: lin("in_proj_z", cfg.value_dim(), h)?,
-            in_proj_b: lin("in_proj_b", nv, h)?,
-            in_proj_a: lin("in_proj_a", nv, h)?,
+            in_proj_b: small("in_proj_b", nv, h)?,
+            in_proj_a: small("in_proj_a", nv, h)?,
             conv1d: b.upload(&conv_name, &conv.data)?,
             dt_bias: vector(b, src, &format!("{la}.dt_bias"), nv)?,
             a_log: vector(b, src, &format!("{la}.A_log"), nv)?,
