@@ -690,6 +690,10 @@ impl WeightSource for ModelBundle {
         self.source.clone()
     }
 
+    fn contains(&self, name: &str) -> bool {
+        self.weights.tensor(name).is_some()
+    }
+
     fn get(&self, name: &str) -> Result<Option<HostTensor>> {
         self.weights.get(name)
     }

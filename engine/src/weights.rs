@@ -23,6 +23,10 @@ pub trait WeightSource {
     fn describe(&self) -> String;
     /// The tensor called `name` (HF naming), or `None` if absent.
     fn get(&self, name: &str) -> Result<Option<HostTensor>>;
+    /// Whether `name` is present, without reading it where the source can tell.
+    fn contains(&self, name: &str) -> bool {
+        matches!(self.get(name), Ok(Some(_)))
+    }
     /// The tensor as prequantized LQ4 row blocks `(first row, block)`, when the source stores
     /// it so (bundles); the loader then uploads it without requantizing.
     fn q4_parts(&self, _name: &str) -> Result<Option<Vec<(usize, crate::quant::Q4Matrix)>>> {
@@ -154,6 +158,10 @@ impl Safetensors {
 impl WeightSource for Safetensors {
     fn describe(&self) -> String {
         self.source.clone()
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.index.contains_key(name)
     }
 
     fn get(&self, name: &str) -> Result<Option<HostTensor>> {

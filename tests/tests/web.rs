@@ -59,9 +59,62 @@ macro_rules! on_both {
 }
 
 on_both!(
-    q4_gemv, q4_gemm, f32_gemv, f32_gemm, rms_norm, rope, attention, silu_mul, add, softmax,
-    embed_q4, select, q4_blocks, layer_norm, bias_gelu
+    q4_gemv,
+    q4_gemm,
+    f32_gemv,
+    f32_gemm,
+    rms_norm,
+    rope,
+    attention,
+    silu_mul,
+    add,
+    softmax,
+    embed_q4,
+    select,
+    q4_blocks,
+    layer_norm,
+    bias_gelu,
+    sigmoid_mul,
+    take_half,
+    conv1d,
+    delta_rule
 );
+
+const QWEN35_CONFIG: &str = include_str!("../fixtures/qwen35-lora/base/config.json");
+const QWEN35_WEIGHTS: &[u8] = include_bytes!("../fixtures/qwen35-lora/merged.safetensors");
+const QWEN35_GOLDEN: &str = include_str!("../fixtures/qwen35-lora/golden.json");
+
+/// The tiny Qwen3.5 hybrid (LoRA merged) against transformers, in the page: Gated DeltaNet and
+/// gated attention on WebGPU and on the wasm CPU reference, the body of `tests/qwen35.rs`.
+#[wasm_bindgen_test]
+async fn qwen35_tiny_matches_transformers() {
+    let g = gpu().await;
+    for r in [
+        lorekeeper_tests::decoder::fixture_matches_within(
+            &CpuBackend,
+            "qwen35-lora merged",
+            QWEN35_CONFIG,
+            QWEN35_WEIGHTS.to_vec(),
+            QWEN35_GOLDEN,
+            lorekeeper_tests::decoder::HYBRID_LOGITS,
+        )
+        .await,
+        lorekeeper_tests::decoder::fixture_matches_within(
+            &*g,
+            "qwen35-lora merged",
+            QWEN35_CONFIG,
+            QWEN35_WEIGHTS.to_vec(),
+            QWEN35_GOLDEN,
+            lorekeeper_tests::decoder::HYBRID_LOGITS,
+        )
+        .await,
+    ] {
+        match r {
+            Ok(lines) => lines.iter().for_each(|l| console_log!("{l}")),
+            Err(msg) => panic!("{msg}"),
+        }
+    }
+}
 
 const QWEN3_CONFIG: &str = include_str!("../fixtures/qwen3-tiny/config.json");
 const QWEN3_WEIGHTS: &[u8] = include_bytes!("../fixtures/qwen3-tiny/model.safetensors");

@@ -5,6 +5,7 @@
 //! lorekeeper generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T]
 //!                     [--top-p P] [--seed S] [--backend gpu|cpu] [--json]
 //! lorekeeper bench    --model GGUF [--prompt-tokens 512] [--gen-tokens 128] [--llama-cpp PYTHON]
+//! lorekeeper bench-arch [--contexts 1024,8192] [--gen-tokens 3] [--only qwen3.5] [--backend cpu|gpu]
 //! lorekeeper perplexity --model PATH --text FILE [--tokens 4096] [--window 512]
 //! lorekeeper search   --bundle DIR --query TEXT [--k 10] [--json]
 //! lorekeeper eval-retrieval --bundle DIR --questions FILE.jsonl [--json]
@@ -19,6 +20,9 @@ fn main() {}
 #[cfg(not(target_arch = "wasm32"))]
 #[path = "lorekeeper/ask_cmd.rs"]
 mod ask_cmd;
+#[cfg(not(target_arch = "wasm32"))]
+#[path = "lorekeeper/bench_arch.rs"]
+mod bench_arch;
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {
@@ -172,6 +176,25 @@ mod native {
             #[arg(long)]
             json: bool,
         },
+        /// Decode speed and state memory: a Qwen3.5-4B-shaped hybrid against a Qwen3-4B-shaped
+        /// transformer (random 4-bit weights), same backend, same run
+        BenchArch {
+            /// Context lengths to decode at (comma-separated)
+            #[arg(long, default_value = "1024,8192")]
+            contexts: String,
+            /// Timed decode steps per context
+            #[arg(long, default_value_t = 3)]
+            gen_tokens: usize,
+            /// Only the model whose name contains this (qwen3-4b or qwen3.5)
+            #[arg(long)]
+            only: Option<String>,
+            /// Where the models run
+            #[arg(long, value_enum, default_value = "gpu")]
+            backend: BackendArg,
+            /// Print JSON rows
+            #[arg(long)]
+            json: bool,
+        },
         /// Answer a question from the story: evidence, quoted facts, or an abstention
         Ask {
             #[command(flatten)]
@@ -316,6 +339,22 @@ mod native {
                 backend,
                 json,
             } => on_backend!(backend, |b| eval_retrieval_on(b, &bundle, &questions, json)),
+            Cmd::BenchArch {
+                contexts,
+                gen_tokens,
+                only,
+                backend,
+                json,
+            } => {
+                let contexts = crate::bench_arch::parse_contexts(&contexts)?;
+                on_backend!(backend, |b| crate::bench_arch::bench_arch_on(
+                    b,
+                    &contexts,
+                    gen_tokens,
+                    only.as_deref(),
+                    json
+                ))
+            }
             Cmd::Ask {
                 args,
                 backend,

@@ -63,56 +63,55 @@ pub(crate) fn dispatch(
 
 /// Plain-Rust reference (two-pass softmax per query and head).
 pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
-    let row = s.heads * s.head_dim;
-    let token = |t: usize, o: &mut [f32]| attend_token(q, k, v, o, s, t);
+    // One task per (token, head): a decode step still spreads its heads over the threads.
+    let d = s.head_dim;
+    let head = |i: usize, o: &mut [f32]| attend_head(q, k, v, o, s, i / s.heads, i % s.heads);
     #[cfg(not(target_arch = "wasm32"))]
     {
         use rayon::prelude::*;
-        out[..s.tokens * row]
-            .par_chunks_mut(row.max(1))
+        out[..s.tokens * s.heads * d]
+            .par_chunks_mut(d.max(1))
             .enumerate()
-            .for_each(|(t, o)| token(t, o));
+            .for_each(|(i, o)| head(i, o));
     }
     #[cfg(target_arch = "wasm32")]
-    for (t, o) in out[..s.tokens * row].chunks_mut(row.max(1)).enumerate() {
-        token(t, o);
+    for (i, o) in out[..s.tokens * s.heads * d]
+        .chunks_mut(d.max(1))
+        .enumerate()
+    {
+        head(i, o);
     }
 }
 
-/// Every head of query token `t` into `out` (`[heads][head_dim]`).
-fn attend_token(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape, t: usize) {
+/// Head `h` of query token `t` into `out` (`[head_dim]`).
+fn attend_head(q: &[f32], k: &[f32], v: &[f32], o: &mut [f32], s: AttnShape, t: usize, h: usize) {
     let d = s.head_dim;
-    let group = s.heads / s.kv_heads;
-    let mut scores = Vec::new();
+    let kvh = h / (s.heads / s.kv_heads);
     let n_keys = if s.causal {
         s.pos0 + t + 1
     } else {
         s.pos0 + s.tokens
     };
-    for h in 0..s.heads {
-        let kvh = h / group;
-        let qr = &q[(t * s.heads + h) * d..][..d];
-        scores.clear();
-        for j in 0..n_keys {
-            let kr = &k[(j * s.kv_heads + kvh) * d..][..d];
-            scores.push(crate::cpu::dot(qr, kr) * s.scale);
+    let qr = &q[(t * s.heads + h) * d..][..d];
+    let mut scores = Vec::with_capacity(n_keys);
+    for j in 0..n_keys {
+        let kr = &k[(j * s.kv_heads + kvh) * d..][..d];
+        scores.push(crate::cpu::dot(qr, kr) * s.scale);
+    }
+    let mx = scores.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0f32;
+    for sc in scores.iter_mut() {
+        *sc = (*sc - mx).exp();
+        sum += *sc;
+    }
+    o.fill(0.0);
+    for (j, &p) in scores.iter().enumerate() {
+        let vr = &v[(j * s.kv_heads + kvh) * d..][..d];
+        for (oi, &vi) in o.iter_mut().zip(vr) {
+            *oi += p * vi;
         }
-        let mx = scores.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        let mut sum = 0f32;
-        for sc in scores.iter_mut() {
-            *sc = (*sc - mx).exp();
-            sum += *sc;
-        }
-        let o = &mut out[h * d..][..d];
-        o.fill(0.0);
-        for (j, &p) in scores.iter().enumerate() {
-            let vr = &v[(j * s.kv_heads + kvh) * d..][..d];
-            for (oi, &vi) in o.iter_mut().zip(vr) {
-                *oi += p * vi;
-            }
-        }
-        for oi in o.iter_mut() {
-            *oi /= sum;
-        }
+    }
+    for oi in o.iter_mut() {
+        *oi /= sum;
     }
 }

@@ -526,10 +526,19 @@ impl<B: Backend> Llama<B> {
         self.pos = 0;
     }
 
-    /// For timing only: continues as if `pos` positions were cached (the cache holds whatever
-    /// it holds), so decode speed at a long context can be measured without prefilling it.
-    pub fn seek_for_benchmark(&mut self, pos: usize) {
-        self.pos = pos.min(self.opts.ctx.saturating_sub(1));
+    /// For timing only: continues as if `pos` positions were cached, filling them with
+    /// pseudo-random keys and values (never-written host memory would be read from the shared
+    /// zero page and time as free), so decode speed at a long context can be measured without
+    /// prefilling it.
+    pub fn seek_for_benchmark(&mut self, b: &B, pos: usize) -> Result<()> {
+        let pos = pos.min(self.opts.ctx.saturating_sub(1));
+        let fill = super::bench_fill(pos * self.cfg.kv_heads() * self.cfg.head_dim());
+        for l in &self.layers {
+            b.write(&l.k_cache, &fill)?;
+            b.write(&l.v_cache, &fill)?;
+        }
+        self.pos = pos;
+        Ok(())
     }
 
     /// Rewinds the cache to `pos` positions (for prompt reuse).

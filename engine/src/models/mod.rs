@@ -241,6 +241,17 @@ impl<B: Backend> TokenEmbedding<B> {
     }
 }
 
+/// `n` pseudo-random values in [-1, 1) (a cheap LCG), for benchmark caches.
+pub(crate) fn bench_fill(n: usize) -> Vec<f32> {
+    let mut x = 0x9e37_79b9u32;
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (x >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
 /// End-of-sequence ids from a config's `eos_token_id` (an int or a list).
 pub(crate) fn eos_ids(v: &Option<serde_json::Value>) -> Vec<u32> {
     match v {
@@ -353,6 +364,18 @@ impl ModelConfig {
         }
     }
 
+    /// Bytes of one sequence's state at `ctx` positions, f32: `(fixed-size recurrent state of
+    /// linear-attention layers, KV cache of attention layers)`.
+    pub fn state_bytes(&self, ctx: usize) -> (u64, u64) {
+        match self {
+            ModelConfig::Llama(c) => (
+                0,
+                (4 * c.num_hidden_layers * 2 * ctx * c.kv_heads() * c.head_dim()) as u64,
+            ),
+            ModelConfig::Qwen35(c) => c.state_bytes(ctx),
+        }
+    }
+
     /// The config as JSON (what a bundle's manifest stores).
     pub fn to_json(&self) -> serde_json::Value {
         match self {
@@ -436,11 +459,12 @@ impl<B: Backend> Decoder<B> {
         }
     }
 
-    /// For timing only: continues as if `pos` positions were cached.
-    pub fn seek_for_benchmark(&mut self, pos: usize) {
+    /// For timing only: continues as if `pos` positions were cached (filled with
+    /// pseudo-random keys and values).
+    pub fn seek_for_benchmark(&mut self, b: &B, pos: usize) -> Result<()> {
         match self {
-            Decoder::Llama(m) => m.seek_for_benchmark(pos),
-            Decoder::Qwen35(m) => m.seek_for_benchmark(pos),
+            Decoder::Llama(m) => m.seek_for_benchmark(b, pos),
+            Decoder::Qwen35(m) => m.seek_for_benchmark(b, pos),
         }
     }
 
@@ -469,14 +493,7 @@ impl<B: Backend> Decoder<B> {
     /// Bytes of the per-sequence state: `(fixed-size recurrent state, KV cache)`.
     pub fn state_bytes(&self) -> (u64, u64) {
         match self {
-            Decoder::Llama(m) => {
-                let c = &m.cfg;
-                (
-                    0,
-                    (4 * c.num_hidden_layers * 2 * m.context() * c.kv_heads() * c.head_dim())
-                        as u64,
-                )
-            }
+            Decoder::Llama(m) => ModelConfig::Llama(m.cfg.clone()).state_bytes(m.context()),
             Decoder::Qwen35(m) => m.cfg.state_bytes(m.context()),
         }
     }

@@ -396,13 +396,10 @@ pub struct LanguageModelWeights<'a> {
 
 impl<'a> LanguageModelWeights<'a> {
     /// Wraps `inner` when it holds the multimodal layout, else returns `None`.
-    pub fn detect(inner: &'a dyn WeightSource) -> Result<Option<Self>> {
-        if inner.get("model.embed_tokens.weight")?.is_some() {
-            return Ok(None);
-        }
-        Ok(inner
-            .get("model.language_model.embed_tokens.weight")?
-            .map(|_| LanguageModelWeights { inner }))
+    pub fn detect(inner: &'a dyn WeightSource) -> Option<Self> {
+        (!inner.contains("model.embed_tokens.weight")
+            && inner.contains("model.language_model.embed_tokens.weight"))
+        .then_some(LanguageModelWeights { inner })
     }
 
     fn map(name: &str) -> String {
@@ -419,6 +416,9 @@ impl WeightSource for LanguageModelWeights<'_> {
     }
     fn get(&self, name: &str) -> Result<Option<HostTensor>> {
         self.inner.get(&Self::map(name))
+    }
+    fn contains(&self, name: &str) -> bool {
+        self.inner.contains(&Self::map(name))
     }
     fn q4_parts(&self, name: &str) -> Result<Option<Vec<(usize, crate::quant::Q4Matrix)>>> {
         self.inner.q4_parts(&Self::map(name))
@@ -614,7 +614,7 @@ impl<B: Backend> Qwen35<B> {
     /// Loads every weight by its HF name (shape-checked; the multimodal checkpoint's
     /// `model.language_model.*` names are mapped) and allocates the run state.
     pub fn load(b: &B, cfg: Config, src: &dyn WeightSource, opts: LoadOptions) -> Result<Self> {
-        if let Some(mapped) = LanguageModelWeights::detect(src)? {
+        if let Some(mapped) = LanguageModelWeights::detect(src) {
             return Self::load_from(b, cfg, &mapped, opts);
         }
         Self::load_from(b, cfg, src, opts)
@@ -741,11 +741,20 @@ impl<B: Backend> Qwen35<B> {
         Ok(())
     }
 
-    /// For timing only: continues as if `pos` positions were cached (the caches and states
-    /// hold whatever they hold), so decode speed at a long context can be measured without
-    /// prefilling it.
-    pub fn seek_for_benchmark(&mut self, pos: usize) {
-        self.pos = pos.min(self.opts.ctx.saturating_sub(1));
+    /// For timing only: continues as if `pos` positions were cached, filling the full layers'
+    /// caches with pseudo-random keys and values (see `Llama::seek_for_benchmark`); the linear
+    /// layers' state has the same size at any position.
+    pub fn seek_for_benchmark(&mut self, b: &B, pos: usize) -> Result<()> {
+        let pos = pos.min(self.opts.ctx.saturating_sub(1));
+        let fill = super::bench_fill(pos * self.cfg.num_key_value_heads * self.cfg.head_dim());
+        for l in &self.layers {
+            if let Mixer::Full(fa) = &l.mixer {
+                b.write(&fa.k_cache, &fill)?;
+                b.write(&fa.v_cache, &fill)?;
+            }
+        }
+        self.pos = pos;
+        Ok(())
     }
 
     /// Runs `tokens` through the model in chunks, continuing the sequence. Afterwards
