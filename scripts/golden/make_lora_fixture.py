@@ -73,6 +73,40 @@ def train(model, params, rules, steps, seed):
     return float(loss)
 
 
+def write_merged_and_golden(peft_model, adapter_dir, out, prompts, greedy=GREEDY):
+    """Writes peft's merged weights (merged.safetensors) and golden.json: the merged model's
+    logits at every prompt position and its greedy continuation with the top-2 gap per step."""
+    merged = peft_model.merge_and_unload()
+    merged.eval()
+    sd = {k: v.contiguous() for k, v in merged.state_dict().items() if k != "lm_head.weight"}
+    save_file(sd, os.path.join(out, "merged.safetensors"))
+    cases = []
+    with torch.no_grad():
+        for ids in prompts:
+            x = torch.tensor([ids])
+            logits = merged(x).logits[0].float()
+            gen = merged.generate(x, max_new_tokens=greedy, do_sample=False, pad_token_id=0)
+            seq = gen[0].tolist()
+            step_logits = merged(torch.tensor([seq])).logits[0]
+            gaps = []
+            for t in range(len(ids) - 1, len(seq) - 1):
+                top = torch.topk(step_logits[t], 2).values
+                gaps.append(round(float(top[0] - top[1]), 6))
+            cases.append({"prompt": ids,
+                          "logits": [[round(float(v), 7) for v in row] for row in logits],
+                          "greedy": seq[len(ids):], "greedy_top2_gap": gaps})
+    import peft, transformers
+    golden = {"generator": f"transformers {transformers.__version__}, peft {peft.__version__}, torch {torch.__version__}",
+              "cases": cases}
+    with open(os.path.join(out, "golden.json"), "w") as f:
+        json.dump(golden, f)
+    from safetensors import safe_open
+    with safe_open(os.path.join(adapter_dir, "adapter_model.safetensors"), "pt") as f:
+        keys = sorted(f.keys())
+    print("min greedy top-2 gap", min(min(c["greedy_top2_gap"]) for c in cases))
+    print("adapter tensors:", len(keys), keys[:4])
+
+
 def main():
     torch.manual_seed(4321)
     cfg = Qwen3Config(vocab_size=256, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
@@ -116,37 +150,8 @@ def main():
     if os.path.exists(readme):
         os.remove(readme)
 
-    merged = peft_model.merge_and_unload()
-    merged.eval()
-    sd = {k: v.contiguous() for k, v in merged.state_dict().items() if k != "lm_head.weight"}
-    save_file(sd, os.path.join(OUT, "merged.safetensors"))
-
-    prompts = [rule_seq(4, 17, 5, 5), rule_seq(200, 9, 7, 11), rule_seq(128, 13, 1, 3)]
-    cases = []
-    with torch.no_grad():
-        for ids in prompts:
-            x = torch.tensor([ids])
-            logits = merged(x).logits[0].float()
-            gen = merged.generate(x, max_new_tokens=GREEDY, do_sample=False, pad_token_id=0)
-            seq = gen[0].tolist()
-            step_logits = merged(torch.tensor([seq])).logits[0]
-            gaps = []
-            for t in range(len(ids) - 1, len(seq) - 1):
-                top = torch.topk(step_logits[t], 2).values
-                gaps.append(round(float(top[0] - top[1]), 6))
-            cases.append({"prompt": ids,
-                          "logits": [[round(float(v), 7) for v in row] for row in logits],
-                          "greedy": seq[len(ids):], "greedy_top2_gap": gaps})
-    import peft, transformers
-    golden = {"generator": f"transformers {transformers.__version__}, peft {peft.__version__}, torch {torch.__version__}",
-              "cases": cases}
-    with open(os.path.join(OUT, "golden.json"), "w") as f:
-        json.dump(golden, f)
-    from safetensors import safe_open
-    with safe_open(os.path.join(adapter_dir, "adapter_model.safetensors"), "pt") as f:
-        keys = sorted(f.keys())
-    print("min greedy top-2 gap", min(min(c["greedy_top2_gap"]) for c in cases))
-    print("adapter tensors:", len(keys), keys[:3], [k for k in keys if "lora" not in k])
+    write_merged_and_golden(peft_model, adapter_dir, OUT,
+                            [rule_seq(4, 17, 5, 5), rule_seq(200, 9, 7, 11), rule_seq(128, 13, 1, 3)])
     print("written", OUT)
 
 

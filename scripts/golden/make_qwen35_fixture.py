@@ -17,18 +17,16 @@ Writes tests/fixtures/qwen35-lora/:
 Both base and adapter are briefly trained on affine byte sequences so next-token distributions
 are peaked (as in make_lora_fixture.py). CI reads these files; it never runs Python.
 """
-import json, os, sys
+import os, sys
 
 import torch
 from peft import LoraConfig, get_peft_model
-from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM, Qwen3_5TextConfig
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_lora_fixture import byte_tokenizer, rule_seq, train  # noqa: E402
+from make_lora_fixture import byte_tokenizer, rule_seq, train, write_merged_and_golden  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "qwen35-lora")
-GREEDY = 16
 
 
 def main():
@@ -84,37 +82,8 @@ def main():
     if os.path.exists(readme):
         os.remove(readme)
 
-    merged = peft_model.merge_and_unload()
-    merged.eval()
-    sd = {k: v.contiguous() for k, v in merged.state_dict().items() if k != "lm_head.weight"}
-    save_file(sd, os.path.join(OUT, "merged.safetensors"))
-
-    prompts = [rule_seq(4, 17, 5, 5), rule_seq(200, 9, 7, 11), rule_seq(128, 17, 5, 70)]
-    cases = []
-    with torch.no_grad():
-        for ids in prompts:
-            x = torch.tensor([ids])
-            logits = merged(x).logits[0].float()
-            gen = merged.generate(x, max_new_tokens=GREEDY, do_sample=False, pad_token_id=0)
-            seq = gen[0].tolist()
-            step_logits = merged(torch.tensor([seq])).logits[0]
-            gaps = []
-            for t in range(len(ids) - 1, len(seq) - 1):
-                top = torch.topk(step_logits[t], 2).values
-                gaps.append(round(float(top[0] - top[1]), 6))
-            cases.append({"prompt": ids,
-                          "logits": [[round(float(v), 7) for v in row] for row in logits],
-                          "greedy": seq[len(ids):], "greedy_top2_gap": gaps})
-    import peft, transformers
-    golden = {"generator": f"transformers {transformers.__version__}, peft {peft.__version__}, torch {torch.__version__}",
-              "cases": cases}
-    with open(os.path.join(OUT, "golden.json"), "w") as f:
-        json.dump(golden, f)
-    from safetensors import safe_open
-    with safe_open(os.path.join(adapter_dir, "adapter_model.safetensors"), "pt") as f:
-        keys = sorted(f.keys())
-    print("min greedy top-2 gap", min(min(c["greedy_top2_gap"]) for c in cases))
-    print("adapter tensors:", len(keys), keys[:4])
+    write_merged_and_golden(peft_model, adapter_dir, OUT,
+                            [rule_seq(4, 17, 5, 5), rule_seq(200, 9, 7, 11), rule_seq(128, 17, 5, 70)])
     print("written", OUT)
 
 

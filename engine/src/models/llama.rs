@@ -17,8 +17,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Linear, TokenEmbedding, WeightFormat};
-use crate::backend::{rope_table, AttnShape, Backend, BufferLen, RopeShape};
+use super::{Linear, Mlp, OutputHead, TokenEmbedding, WeightFormat};
+use crate::backend::{rope_table, AttnShape, Backend, RopeShape};
 use crate::error::{EngineError, Result};
 use crate::gguf::Value;
 use crate::weights::{expect, GgufSource, WeightSource};
@@ -363,30 +363,6 @@ impl<B: Backend> Attention<B> {
     }
 }
 
-/// SwiGLU MLP of one layer.
-struct Mlp<B: Backend> {
-    gate_proj: Linear<B>,
-    up_proj: Linear<B>,
-    down_proj: Linear<B>,
-}
-
-impl<B: Backend> Mlp<B> {
-    fn new(
-        b: &B,
-        cfg: &Config,
-        src: &dyn WeightSource,
-        p: &str,
-        fmt: WeightFormat,
-    ) -> Result<Self> {
-        let (h, f) = (cfg.hidden_size, cfg.intermediate_size);
-        Ok(Mlp {
-            gate_proj: Linear::new(b, src, &format!("{p}.mlp.gate_proj.weight"), f, h, fmt)?,
-            up_proj: Linear::new(b, src, &format!("{p}.mlp.up_proj.weight"), f, h, fmt)?,
-            down_proj: Linear::new(b, src, &format!("{p}.mlp.down_proj.weight"), h, f, fmt)?,
-        })
-    }
-}
-
 /// One decoder layer and its KV cache.
 struct Layer<B: Backend> {
     input_layernorm: B::Buffer,
@@ -411,9 +387,6 @@ struct RunState<B: Backend> {
     gate: B::Buffer,
     up: B::Buffer,
     act: B::Buffer,
-    last: B::Buffer,
-    last_n: B::Buffer,
-    logits: B::Buffer,
 }
 
 /// A loaded Llama / Qwen3 model with its run state.
@@ -423,14 +396,11 @@ pub struct Llama<B: Backend> {
     opts: LoadOptions,
     embed: TokenEmbedding<B>,
     layers: Vec<Layer<B>>,
-    norm: B::Buffer,
-    lm_head: Linear<B>,
+    head: OutputHead<B>,
     rope: B::Buffer,
     s: RunState<B>,
     /// Positions already in the KV cache.
     pos: usize,
-    /// Rows of `logits` written by the last forward (1, or the chunk length with `all_logits`).
-    logit_rows: usize,
 }
 
 impl<B: Backend> Llama<B> {
@@ -461,12 +431,12 @@ impl<B: Backend> Llama<B> {
                 input_layernorm: norm("input_layernorm")?,
                 attn: Attention::new(b, &cfg, src, &p, fmt)?,
                 post_attention_layernorm: norm("post_attention_layernorm")?,
-                mlp: Mlp::new(b, &cfg, src, &p, fmt)?,
+                mlp: Mlp::new(b, src, &p, h, cfg.intermediate_size, fmt)?,
                 k_cache: b.alloc("k_cache", opts.ctx * kv * hd)?,
                 v_cache: b.alloc("v_cache", opts.ctx * kv * hd)?,
             });
         }
-        let norm = b.upload("norm", &expect(src, "model.norm.weight", &[h])?.data)?;
+        let head = OutputHead::new(b, src, lm_head, (v, h), cfg.rms_norm_eps as f32, 0.0)?;
         let rope = b.upload("rope", &rope_table(cfg.rope_theta() as f32, hd, opts.ctx))?;
         let t = opts.chunk;
         let nq = cfg.num_attention_heads * hd;
@@ -483,21 +453,16 @@ impl<B: Backend> Llama<B> {
             gate: b.alloc("gate", t * cfg.intermediate_size)?,
             up: b.alloc("up", t * cfg.intermediate_size)?,
             act: b.alloc("act", t * cfg.intermediate_size)?,
-            last: b.alloc("last", h)?,
-            last_n: b.alloc("last_n", h)?,
-            logits: b.alloc("logits", v)?,
         };
         Ok(Llama {
             cfg,
             opts,
             embed,
             layers,
-            norm,
-            lm_head,
+            head,
             rope,
             s,
             pos: 0,
-            logit_rows: 0,
         })
     }
 
@@ -574,7 +539,6 @@ impl<B: Backend> Llama<B> {
             cfg.num_attention_heads,
             cfg.kv_heads(),
         );
-        let f = cfg.intermediate_size;
         let eps = cfg.rms_norm_eps as f32;
         let pos0 = self.pos;
         // 0. Embedding: x [t, h].
@@ -625,40 +589,24 @@ impl<B: Backend> Llama<B> {
             b.add_assign(&s.x, &s.o, t * h)?;
             // 8. x += down(silu(gate(h2)) * up(h2))
             b.rms_norm(&s.x, &l.post_attention_layernorm, &s.h, t, h, eps, 0.0)?;
-            l.mlp.gate_proj.forward(b, &s.h, &s.gate, t)?;
-            l.mlp.up_proj.forward(b, &s.h, &s.up, t)?;
-            b.silu_mul(&s.gate, &s.up, &s.act, t * f)?;
-            l.mlp.down_proj.forward(b, &s.act, &s.o, t)?;
+            l.mlp.forward(b, &s.h, &s.gate, &s.up, &s.act, &s.o, t)?;
             b.add_assign(&s.x, &s.o, t * h)?;
         }
         // 9. final norm and LM head
-        if all_logits {
-            b.rms_norm(&s.x, &self.norm, &s.h, t, h, eps, 0.0)?;
-            let v = cfg.vocab_size;
-            if s.logits.len() < t * v {
-                self.s.logits = b.alloc("logits", t * v)?;
-            }
-            self.lm_head.forward(b, &self.s.h, &self.s.logits, t)?;
-            self.logit_rows = t;
-        } else {
-            b.copy(&s.x, (t - 1) * h, &s.last, 0, h)?;
-            b.rms_norm(&s.last, &self.norm, &s.last_n, 1, h, eps, 0.0)?;
-            self.lm_head.forward(b, &s.last_n, &s.logits, 1)?;
-            self.logit_rows = 1;
-        }
+        self.head.forward(b, &s.x, &s.h, t, all_logits)?;
         self.pos += t;
         Ok(())
     }
 
     /// The logits buffer: `[rows, vocab]` with `rows` from the last forward.
     pub fn logits(&self) -> (&B::Buffer, usize) {
-        (&self.s.logits, self.logit_rows)
+        self.head.logits()
     }
 
     /// Reads the logits of the last forward back to the host.
     pub async fn read_logits(&self, b: &B) -> Result<Vec<f32>> {
-        b.read(&self.s.logits, 0, self.logit_rows * self.cfg.vocab_size)
-            .await
+        let (buf, rows) = self.head.logits();
+        b.read(buf, 0, rows * self.cfg.vocab_size).await
     }
 }
 

@@ -7,7 +7,7 @@ pub mod e5s1;
 pub mod llama;
 pub mod qwen3_5;
 
-use crate::backend::{Backend, MatmulKernel};
+use crate::backend::{Backend, BufferLen, MatmulKernel};
 use crate::error::{EngineError, Result};
 use crate::quant::Q4Matrix;
 use crate::weights::{expect, WeightSource};
@@ -160,6 +160,136 @@ impl<B: Backend> Linear<B> {
             }
             Linear::F32 { w, rows, cols } => b.f32_matmul(x, w, *rows, *cols, out, m, kernel),
         }
+    }
+}
+
+/// SwiGLU MLP `down(silu(gate(h)) * up(h))` of one layer (`{prefix}.mlp.*`).
+pub struct Mlp<B: Backend> {
+    gate_proj: Linear<B>,
+    up_proj: Linear<B>,
+    down_proj: Linear<B>,
+    inter: usize,
+}
+
+impl<B: Backend> Mlp<B> {
+    /// Loads `{prefix}.mlp.{gate,up,down}_proj.weight`.
+    pub fn new(
+        b: &B,
+        src: &dyn WeightSource,
+        prefix: &str,
+        hidden: usize,
+        inter: usize,
+        fmt: WeightFormat,
+    ) -> Result<Self> {
+        let lin = |n: &str, rows: usize, cols: usize| {
+            Linear::new(b, src, &format!("{prefix}.mlp.{n}.weight"), rows, cols, fmt)
+        };
+        Ok(Mlp {
+            gate_proj: lin("gate_proj", inter, hidden)?,
+            up_proj: lin("up_proj", inter, hidden)?,
+            down_proj: lin("down_proj", hidden, inter)?,
+            inter,
+        })
+    }
+
+    /// `out[t][hidden] = down(silu(gate(h)) * up(h))` with scratch `gate, up, act[t][inter]`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward(
+        &self,
+        b: &B,
+        h: &B::Buffer,
+        gate: &B::Buffer,
+        up: &B::Buffer,
+        act: &B::Buffer,
+        out: &B::Buffer,
+        t: usize,
+    ) -> Result<()> {
+        self.gate_proj.forward(b, h, gate, t)?;
+        self.up_proj.forward(b, h, up, t)?;
+        b.silu_mul(gate, up, act, t * self.inter)?;
+        self.down_proj.forward(b, act, out, t)
+    }
+}
+
+/// The final RMSNorm and LM head with their buffers: the last token's logits, or every
+/// token's of a chunk.
+pub struct OutputHead<B: Backend> {
+    norm: B::Buffer,
+    lm_head: Linear<B>,
+    last: B::Buffer,
+    last_n: B::Buffer,
+    logits: B::Buffer,
+    rows: usize,
+    vocab: usize,
+    hidden: usize,
+    eps: f32,
+    /// 0 for Llama/Qwen3, 1 for Qwen3.5's `(1 + w)`.
+    offset: f32,
+}
+
+impl<B: Backend> OutputHead<B> {
+    /// Loads `model.norm.weight` and allocates the output buffers.
+    pub fn new(
+        b: &B,
+        src: &dyn WeightSource,
+        lm_head: Linear<B>,
+        (vocab, hidden): (usize, usize),
+        eps: f32,
+        offset: f32,
+    ) -> Result<Self> {
+        let norm = b.upload("norm", &expect(src, "model.norm.weight", &[hidden])?.data)?;
+        Ok(OutputHead {
+            norm,
+            lm_head,
+            last: b.alloc("last", hidden)?,
+            last_n: b.alloc("last_n", hidden)?,
+            logits: b.alloc("logits", vocab)?,
+            rows: 0,
+            vocab,
+            hidden,
+            eps,
+            offset,
+        })
+    }
+
+    /// Logits of `x[t][hidden]`: every row with `all`, else the last (`scratch` holds `[t,
+    /// hidden]`).
+    pub fn forward(
+        &mut self,
+        b: &B,
+        x: &B::Buffer,
+        scratch: &B::Buffer,
+        t: usize,
+        all: bool,
+    ) -> Result<()> {
+        let (h, v) = (self.hidden, self.vocab);
+        if all {
+            b.rms_norm(x, &self.norm, scratch, t, h, self.eps, self.offset)?;
+            if self.logits.len() < t * v {
+                self.logits = b.alloc("logits", t * v)?;
+            }
+            self.lm_head.forward(b, scratch, &self.logits, t)?;
+            self.rows = t;
+        } else {
+            b.copy(x, (t - 1) * h, &self.last, 0, h)?;
+            b.rms_norm(
+                &self.last,
+                &self.norm,
+                &self.last_n,
+                1,
+                h,
+                self.eps,
+                self.offset,
+            )?;
+            self.lm_head.forward(b, &self.last_n, &self.logits, 1)?;
+            self.rows = 1;
+        }
+        Ok(())
+    }
+
+    /// The logits buffer: `[rows, vocab]` with `rows` from the last forward.
+    pub fn logits(&self) -> (&B::Buffer, usize) {
+        (&self.logits, self.rows)
     }
 }
 

@@ -33,7 +33,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Linear, TokenEmbedding, WeightFormat};
+use super::{Linear, Mlp, OutputHead, TokenEmbedding, WeightFormat};
 use crate::backend::{rope_table, AttnShape, Backend, BufferLen, DeltaShape, RopeShape};
 use crate::error::{EngineError, Result};
 use crate::models::llama::LoadOptions;
@@ -545,13 +545,6 @@ enum Mixer<B: Backend> {
     Full(GatedAttention<B>),
 }
 
-/// SwiGLU MLP.
-struct Mlp<B: Backend> {
-    gate_proj: Linear<B>,
-    up_proj: Linear<B>,
-    down_proj: Linear<B>,
-}
-
 /// One decoder layer.
 struct Layer<B: Backend> {
     input_layernorm: B::Buffer,
@@ -588,9 +581,6 @@ struct RunState<B: Backend> {
     mlp_gate: B::Buffer,
     mlp_up: B::Buffer,
     act: B::Buffer,
-    last: B::Buffer,
-    last_n: B::Buffer,
-    logits: B::Buffer,
     /// Zeros as long as the largest per-layer state, copied over the states on reset.
     zeros: B::Buffer,
 }
@@ -602,12 +592,10 @@ pub struct Qwen35<B: Backend> {
     opts: LoadOptions,
     embed: TokenEmbedding<B>,
     layers: Vec<Layer<B>>,
-    norm: B::Buffer,
-    lm_head: Linear<B>,
+    head: OutputHead<B>,
     rope: B::Buffer,
     s: RunState<B>,
     pos: usize,
-    logit_rows: usize,
 }
 
 impl<B: Backend> Qwen35<B> {
@@ -637,9 +625,6 @@ impl<B: Backend> Qwen35<B> {
                 LayerKind::Linear => Mixer::Linear(GatedDeltaNet::new(b, &cfg, src, &p, fmt)?),
                 LayerKind::Full => Mixer::Full(GatedAttention::new(b, &cfg, src, &p, &opts)?),
             };
-            let mlp = |n: &str, rows: usize, cols: usize| {
-                Linear::new(b, src, &format!("{p}.mlp.{n}.weight"), rows, cols, fmt)
-            };
             layers.push(Layer {
                 input_layernorm: vector(b, src, &format!("{p}.input_layernorm.weight"), h)?,
                 mixer,
@@ -649,14 +634,10 @@ impl<B: Backend> Qwen35<B> {
                     &format!("{p}.post_attention_layernorm.weight"),
                     h,
                 )?,
-                mlp: Mlp {
-                    gate_proj: mlp("gate_proj", f, h)?,
-                    up_proj: mlp("up_proj", f, h)?,
-                    down_proj: mlp("down_proj", h, f)?,
-                },
+                mlp: Mlp::new(b, src, &p, h, f, fmt)?,
             });
         }
-        let norm = vector(b, src, "model.norm.weight", h)?;
+        let head = OutputHead::new(b, src, lm_head, (v, h), cfg.rms_norm_eps as f32, 1.0)?;
         let rope = b.upload(
             "rope",
             &rope_table(cfg.rope_theta() as f32, cfg.rot_dim(), opts.ctx),
@@ -694,9 +675,6 @@ impl<B: Backend> Qwen35<B> {
             mlp_gate: b.alloc("mlp_gate", t * f)?,
             mlp_up: b.alloc("mlp_up", t * f)?,
             act: b.alloc("act", t * f)?,
-            last: b.alloc("last", h)?,
-            last_n: b.alloc("last_n", h)?,
-            logits: b.alloc("logits", v)?,
             zeros: b.alloc("zeros", state_len)?,
         };
         Ok(Qwen35 {
@@ -704,12 +682,10 @@ impl<B: Backend> Qwen35<B> {
             opts,
             embed,
             layers,
-            norm,
-            lm_head,
+            head,
             rope,
             s,
             pos: 0,
-            logit_rows: 0,
         })
     }
 
@@ -779,7 +755,7 @@ impl<B: Backend> Qwen35<B> {
         let cfg = &self.cfg;
         let s = &self.s;
         let t = ids.len();
-        let (h, f) = (cfg.hidden_size, cfg.intermediate_size);
+        let h = cfg.hidden_size;
         let eps = cfg.rms_norm_eps as f32;
         let pos0 = self.pos;
         // 0. Embedding: x [t, h].
@@ -794,27 +770,12 @@ impl<B: Backend> Qwen35<B> {
             b.add_assign(&s.x, &s.o, t * h)?;
             // 7. x += down(silu(gate(h2)) * up(h2)), h2 = rms_norm(x) * (1 + w)
             b.rms_norm(&s.x, &l.post_attention_layernorm, &s.h, t, h, eps, 1.0)?;
-            l.mlp.gate_proj.forward(b, &s.h, &s.mlp_gate, t)?;
-            l.mlp.up_proj.forward(b, &s.h, &s.mlp_up, t)?;
-            b.silu_mul(&s.mlp_gate, &s.mlp_up, &s.act, t * f)?;
-            l.mlp.down_proj.forward(b, &s.act, &s.o, t)?;
+            l.mlp
+                .forward(b, &s.h, &s.mlp_gate, &s.mlp_up, &s.act, &s.o, t)?;
             b.add_assign(&s.x, &s.o, t * h)?;
         }
         // 8. final norm and LM head
-        if all_logits {
-            b.rms_norm(&s.x, &self.norm, &s.h, t, h, eps, 1.0)?;
-            let v = cfg.vocab_size;
-            if s.logits.len() < t * v {
-                self.s.logits = b.alloc("logits", t * v)?;
-            }
-            self.lm_head.forward(b, &self.s.h, &self.s.logits, t)?;
-            self.logit_rows = t;
-        } else {
-            b.copy(&s.x, (t - 1) * h, &s.last, 0, h)?;
-            b.rms_norm(&s.last, &self.norm, &s.last_n, 1, h, eps, 1.0)?;
-            self.lm_head.forward(b, &s.last_n, &s.logits, 1)?;
-            self.logit_rows = 1;
-        }
+        self.head.forward(b, &s.x, &s.h, t, all_logits)?;
         self.pos += t;
         Ok(())
     }
@@ -920,13 +881,13 @@ impl<B: Backend> Qwen35<B> {
 
     /// The logits buffer: `[rows, vocab]` with `rows` from the last forward.
     pub fn logits(&self) -> (&B::Buffer, usize) {
-        (&self.s.logits, self.logit_rows)
+        self.head.logits()
     }
 
     /// Reads the logits of the last forward back to the host.
     pub async fn read_logits(&self, b: &B) -> Result<Vec<f32>> {
-        b.read(&self.s.logits, 0, self.logit_rows * self.cfg.vocab_size)
-            .await
+        let (buf, rows) = self.head.logits();
+        b.read(buf, 0, rows * self.cfg.vocab_size).await
     }
 }
 
