@@ -99,6 +99,11 @@ fn tok_err(source: &str, e: impl std::fmt::Display) -> EngineError {
     }
 }
 
+/// Model families whose chat template has Qwen3's thinking switch (turned off here).
+fn qwen3_chat(model_type: &str) -> bool {
+    matches!(model_type, "qwen3" | "qwen3_5" | "qwen3_5_text")
+}
+
 impl Tokenizer {
     /// From `tokenizer.json` bytes. `eos` are the end-of-sequence ids from the model config;
     /// `<|im_end|>` and `<|endoftext|>` are added when the vocabulary has them.
@@ -119,7 +124,7 @@ impl Tokenizer {
             add_bos: false,
             chat: ChatTemplate {
                 default_system: None,
-                qwen3_no_think: matches!(family, "qwen3" | "qwen3_5" | "qwen3_5_text"),
+                qwen3_no_think: qwen3_chat(family),
             },
         })
     }
@@ -236,7 +241,7 @@ impl Tokenizer {
             add_bos: get("tokenizer.ggml.add_bos_token") == Some(&Value::Bool(true)),
             chat: ChatTemplate {
                 default_system,
-                qwen3_no_think: matches!(arch, "qwen3" | "qwen3_5" | "qwen3_5_text"),
+                qwen3_no_think: qwen3_chat(arch),
             },
         })
     }

@@ -346,9 +346,10 @@ impl BaseModel {
 
     /// The name a text-model tensor has in the source.
     fn stored_name(&self, name: &str) -> String {
-        match name.strip_prefix("model.") {
-            Some(rest) if self.nested => format!("model.language_model.{rest}"),
-            _ => name.to_string(),
+        if self.nested {
+            lorekeeper_engine::models::qwen3_5::language_model_name(name)
+        } else {
+            name.to_string()
         }
     }
 

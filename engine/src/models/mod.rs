@@ -505,15 +505,6 @@ impl ModelConfig {
             ModelConfig::Qwen35(c) => c.state_bytes(ctx),
         }
     }
-
-    /// The config as JSON (what a bundle's manifest stores).
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            ModelConfig::Llama(c) => serde_json::to_value(c),
-            ModelConfig::Qwen35(c) => serde_json::to_value(c),
-        }
-        .unwrap_or(serde_json::Value::Null)
-    }
 }
 
 /// A loaded decoder of any supported architecture, with one interface for generation.
@@ -570,14 +561,6 @@ impl<B: Backend> Decoder<B> {
         }
     }
 
-    /// `model_type`.
-    pub fn model_type(&self) -> &str {
-        match self {
-            Decoder::Llama(m) => &m.cfg.model_type,
-            Decoder::Qwen35(m) => &m.cfg.model_type,
-        }
-    }
-
     /// Forgets the sequence (Qwen3.5 also zeroes its recurrent states).
     pub fn reset(&mut self, b: &B) -> Result<()> {
         match self {
@@ -618,14 +601,6 @@ impl<B: Backend> Decoder<B> {
     pub async fn read_logits(&self, b: &B) -> Result<Vec<f32>> {
         let (buf, rows) = self.logits();
         b.read(buf, 0, rows * self.vocab_size()).await
-    }
-
-    /// Bytes of the per-sequence state: `(fixed-size recurrent state, KV cache)`.
-    pub fn state_bytes(&self) -> (u64, u64) {
-        match self {
-            Decoder::Llama(m) => ModelConfig::Llama(m.cfg.clone()).state_bytes(m.context()),
-            Decoder::Qwen35(m) => m.cfg.state_bytes(m.context()),
-        }
     }
 }
 

@@ -374,15 +374,23 @@ impl Config {
         out
     }
 
+    /// Elements of one linear layer's per-sequence state: `(conv state [K-1, conv_dim],
+    /// recurrent state [nv, dk, dv])`.
+    pub fn linear_state_lens(&self) -> (usize, usize) {
+        (
+            (self.linear_conv_kernel_dim - 1) * self.conv_dim(),
+            self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim,
+        )
+    }
+
     /// Bytes of one sequence's state at `ctx` positions: `(linear layers' conv + recurrent
     /// state, which does not grow with the context; full layers' KV cache)`, f32.
     pub fn state_bytes(&self, ctx: usize) -> (u64, u64) {
         let kinds = self.layer_kinds();
         let lin = kinds.iter().filter(|k| **k == LayerKind::Linear).count() as u64;
         let full = kinds.len() as u64 - lin;
-        let per_lin = ((self.linear_conv_kernel_dim - 1) * self.conv_dim()
-            + self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim)
-            as u64;
+        let (conv, rec) = self.linear_state_lens();
+        let per_lin = (conv + rec) as u64;
         let per_full = (2 * ctx * self.num_key_value_heads * self.head_dim()) as u64;
         (4 * lin * per_lin, 4 * full * per_full)
     }
@@ -403,10 +411,15 @@ impl<'a> LanguageModelWeights<'a> {
     }
 
     fn map(name: &str) -> String {
-        match name.strip_prefix("model.") {
-            Some(rest) => format!("model.language_model.{rest}"),
-            None => name.to_string(),
-        }
+        language_model_name(name)
+    }
+}
+
+/// The multimodal checkpoint's name of a text-model tensor: `model.X` → `model.language_model.X`.
+pub fn language_model_name(name: &str) -> String {
+    match name.strip_prefix("model.") {
+        Some(rest) => format!("model.language_model.{rest}"),
+        None => name.to_string(),
     }
 }
 
@@ -463,34 +476,25 @@ impl<B: Backend> GatedDeltaNet<B> {
             cfg.linear_conv_kernel_dim,
         );
         let la = format!("{p}.linear_attn");
-        let lin = |n: &str, rows: usize, cols: usize| {
+        let lin = |n: &str, rows: usize, cols: usize, fmt: WeightFormat| {
             Linear::new(b, src, &format!("{la}.{n}.weight"), rows, cols, fmt)
-        };
-        // See [`F32_MATRICES`].
-        let small = |n: &str, rows: usize, cols: usize| {
-            Linear::new(
-                b,
-                src,
-                &format!("{la}.{n}.weight"),
-                rows,
-                cols,
-                WeightFormat::F32,
-            )
         };
         let conv_name = format!("{la}.conv1d.weight");
         let conv = expect(src, &conv_name, &[cfg.conv_dim(), 1, k])?;
+        let (conv_len, state_len) = cfg.linear_state_lens();
+        // in_proj_a / in_proj_b stay f32: see [`F32_MATRICES`].
         Ok(GatedDeltaNet {
-            in_proj_qkv: lin("in_proj_qkv", cfg.conv_dim(), h)?,
-            in_proj_z: lin("in_proj_z", cfg.value_dim(), h)?,
-            in_proj_b: small("in_proj_b", nv, h)?,
-            in_proj_a: small("in_proj_a", nv, h)?,
+            in_proj_qkv: lin("in_proj_qkv", cfg.conv_dim(), h, fmt)?,
+            in_proj_z: lin("in_proj_z", cfg.value_dim(), h, fmt)?,
+            in_proj_b: lin("in_proj_b", nv, h, WeightFormat::F32)?,
+            in_proj_a: lin("in_proj_a", nv, h, WeightFormat::F32)?,
             conv1d: b.upload(&conv_name, &conv.data)?,
             dt_bias: vector(b, src, &format!("{la}.dt_bias"), nv)?,
             a_log: vector(b, src, &format!("{la}.A_log"), nv)?,
             norm: vector(b, src, &format!("{la}.norm.weight"), dv)?,
-            out_proj: lin("out_proj", h, cfg.value_dim())?,
-            conv_state: b.alloc("conv_state", (k - 1) * cfg.conv_dim())?,
-            state: b.alloc("delta_state", nv * cfg.linear_key_head_dim * dv)?,
+            out_proj: lin("out_proj", h, cfg.value_dim(), fmt)?,
+            conv_state: b.alloc("conv_state", conv_len)?,
+            state: b.alloc("delta_state", state_len)?,
         })
     }
 }
@@ -581,7 +585,7 @@ struct RunState<B: Backend> {
     mlp_gate: B::Buffer,
     mlp_up: B::Buffer,
     act: B::Buffer,
-    /// Zeros as long as the largest per-layer state, copied over the states on reset.
+    /// Zeros as long as the longer of a linear layer's two states, copied over them on reset.
     zeros: B::Buffer,
 }
 
@@ -649,8 +653,7 @@ impl<B: Backend> Qwen35<B> {
             cfg.num_key_value_heads,
         );
         let nv = cfg.linear_num_value_heads;
-        let state_len = (cfg.linear_conv_kernel_dim - 1) * cfg.conv_dim()
-            + nv * cfg.linear_key_head_dim * cfg.linear_value_head_dim;
+        let (conv_len, state_len) = cfg.linear_state_lens();
         let s = RunState {
             x: b.alloc("x", t * h)?,
             h: b.alloc("h", t * h)?,
@@ -675,7 +678,7 @@ impl<B: Backend> Qwen35<B> {
             mlp_gate: b.alloc("mlp_gate", t * f)?,
             mlp_up: b.alloc("mlp_up", t * f)?,
             act: b.alloc("act", t * f)?,
-            zeros: b.alloc("zeros", state_len)?,
+            zeros: b.alloc("zeros", conv_len.max(state_len))?,
         };
         Ok(Qwen35 {
             cfg,
@@ -882,12 +885,6 @@ impl<B: Backend> Qwen35<B> {
     /// The logits buffer: `[rows, vocab]` with `rows` from the last forward.
     pub fn logits(&self) -> (&B::Buffer, usize) {
         self.head.logits()
-    }
-
-    /// Reads the logits of the last forward back to the host.
-    pub async fn read_logits(&self, b: &B) -> Result<Vec<f32>> {
-        let (buf, rows) = self.head.logits();
-        b.read(buf, 0, rows * self.cfg.vocab_size).await
     }
 }
 
