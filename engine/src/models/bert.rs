@@ -6,7 +6,8 @@
 //!
 //! Weights by their Hugging Face names (`embeddings.word_embeddings.weight`,
 //! `encoder.layer.N.attention.self.query.weight`, …; a `bert.` prefix is accepted), shape-checked
-//! at load. The run state is allocated once for `max_tokens`.
+//! at load. The run state is allocated once for `max_tokens` (or more, see `Bert::reserve`:
+//! several sequences packed into one pass).
 //!
 //! The word-embedding table is either uploaded like every other weight (all-MiniLM-L6-v2:
 //! 30522 rows) or, for vocabularies too large for a browser's GPU memory (multilingual-e5:
@@ -245,8 +246,9 @@ struct Layer<B: Backend> {
     out_norm: Norm<B>,
 }
 
-/// Preallocated activations for `max_tokens`.
+/// Preallocated activations for `cap` packed tokens (one or several sequences).
 struct RunState<B: Backend> {
+    cap: usize,
     x: B::Buffer,
     h: B::Buffer,
     q: B::Buffer,
@@ -256,6 +258,35 @@ struct RunState<B: Backend> {
     o: B::Buffer,
     i1: B::Buffer,
     i2: B::Buffer,
+    /// One sequence's q, k, v and attention output (`[max_tokens, hidden]` each), for packed
+    /// passes: attention runs per sequence on copies of its rows.
+    seg: [B::Buffer; 4],
+}
+
+impl<B: Backend> RunState<B> {
+    /// Buffers for `cap` tokens of width `h` (feed-forward width `f`).
+    fn new(b: &B, cap: usize, h: usize, f: usize, max_tokens: usize) -> Result<Self> {
+        let t = max_tokens * h;
+        let seg = [
+            b.alloc("seg q", t)?,
+            b.alloc("seg k", t)?,
+            b.alloc("seg v", t)?,
+            b.alloc("seg att", t)?,
+        ];
+        Ok(RunState {
+            cap,
+            x: b.alloc("x", cap * h)?,
+            h: b.alloc("h", cap * h)?,
+            q: b.alloc("q", cap * h)?,
+            k: b.alloc("k", cap * h)?,
+            v: b.alloc("v", cap * h)?,
+            att: b.alloc("att", cap * h)?,
+            o: b.alloc("o", cap * h)?,
+            i1: b.alloc("i1", cap * f)?,
+            i2: b.alloc("i2", cap * f)?,
+            seg,
+        })
+    }
 }
 
 /// The encoder.
@@ -367,18 +398,7 @@ impl<B: Backend> Bert<B> {
                 out_norm: Norm::new(b, src, &format!("{p}.output.LayerNorm"), h)?,
             });
         }
-        let t = max_tokens;
-        let s = RunState {
-            x: b.alloc("x", t * h)?,
-            h: b.alloc("h", t * h)?,
-            q: b.alloc("q", t * h)?,
-            k: b.alloc("k", t * h)?,
-            v: b.alloc("v", t * h)?,
-            att: b.alloc("att", t * h)?,
-            o: b.alloc("o", t * h)?,
-            i1: b.alloc("i1", t * f)?,
-            i2: b.alloc("i2", t * f)?,
-        };
+        let s = RunState::new(b, max_tokens, h, f, max_tokens)?;
         Ok(Bert {
             cfg,
             word,
@@ -396,6 +416,21 @@ impl<B: Backend> Bert<B> {
         self.max_tokens
     }
 
+    /// Tokens one forward pass holds (several sequences packed end to end).
+    pub fn capacity(&self) -> usize {
+        self.s.cap
+    }
+
+    /// Grows the run state to hold `tokens` packed tokens per forward pass (no-op when it
+    /// already does). Packing amortizes each weight matrix over many short sequences.
+    pub fn reserve(&mut self, b: &B, tokens: usize) -> Result<()> {
+        if tokens > self.s.cap {
+            let (h, f) = (self.cfg.hidden_size, self.cfg.intermediate_size);
+            self.s = RunState::new(b, tokens, h, f, self.max_tokens)?;
+        }
+        Ok(())
+    }
+
     /// Embedding width.
     pub fn dim(&self) -> usize {
         self.cfg.hidden_size
@@ -403,63 +438,105 @@ impl<B: Backend> Bert<B> {
 
     /// The last hidden states `[ids.len(), hidden]` of one sequence (specials included).
     pub async fn hidden(&self, b: &B, ids: &[u32]) -> Result<Vec<f32>> {
-        let (t, h) = (ids.len(), self.cfg.hidden_size);
-        if t == 0 || t > self.max_tokens {
-            return Err(EngineError::Shape {
-                op: "bert",
-                detail: format!("{t} tokens; the encoder takes 1..={}", self.max_tokens),
-            });
+        self.hidden_packed(b, &[ids]).await
+    }
+
+    /// The last hidden states of several sequences packed end to end (`[Σ len, hidden]`, no
+    /// padding): position ids restart at every sequence and attention never crosses one.
+    pub async fn hidden_packed(&self, b: &B, seqs: &[&[u32]]) -> Result<Vec<f32>> {
+        let h = self.cfg.hidden_size;
+        for ids in seqs {
+            let t = ids.len();
+            if t == 0 || t > self.max_tokens {
+                return Err(EngineError::Shape {
+                    op: "bert",
+                    detail: format!("{t} tokens; the encoder takes 1..={}", self.max_tokens),
+                });
+            }
+            if let Some(bad) = ids.iter().find(|&&i| i as usize >= self.cfg.vocab_size) {
+                return Err(EngineError::Shape {
+                    op: "bert",
+                    detail: format!(
+                        "token id {bad} is outside the vocabulary of {}",
+                        self.cfg.vocab_size
+                    ),
+                });
+            }
         }
-        if let Some(bad) = ids.iter().find(|&&i| i as usize >= self.cfg.vocab_size) {
+        let t: usize = seqs.iter().map(|s| s.len()).sum();
+        if t == 0 || t > self.s.cap {
             return Err(EngineError::Shape {
                 op: "bert",
                 detail: format!(
-                    "token id {bad} is outside the vocabulary of {}",
-                    self.cfg.vocab_size
+                    "{t} packed tokens; this encoder's run state holds 1..={}",
+                    self.s.cap
                 ),
             });
         }
         let s = &self.s;
         let eps = self.cfg.layer_norm_eps as f32;
-        // 1. x = word[ids] + pos[0..t] + type[0]                 [t, h]
+        // Offsets of the sequences in the packed rows.
+        let offs: Vec<(usize, usize)> = seqs
+            .iter()
+            .scan(0, |at, ids| {
+                let o = *at;
+                *at += ids.len();
+                Some((o, ids.len()))
+            })
+            .collect();
+        // 1. x = word[ids] + pos[0..len] per sequence + type[0]  [t, h]
         //    (a host table: the t rows gathered here and written to x)
         match &self.word {
             WordEmbeddings::Device(word) => {
-                for (i, &id) in ids.iter().enumerate() {
+                for (i, &id) in seqs.iter().flat_map(|s| s.iter()).enumerate() {
                     b.copy(word, id as usize * h, &s.x, i * h, h)?;
                 }
             }
             WordEmbeddings::Host(table) => {
                 let mut rows = vec![0f32; t * h];
+                let ids = seqs.iter().flat_map(|s| s.iter());
                 for (row, &id) in rows.chunks_exact_mut(h).zip(ids) {
                     table.row_into(id as usize, row);
                 }
                 b.write(&s.x, &rows)?;
             }
         }
-        b.copy(&self.pos, 0, &s.o, 0, t * h)?;
+        for &(o, n) in &offs {
+            b.copy(&self.pos, 0, &s.o, o * h, n * h)?;
+        }
         b.add_assign(&s.x, &s.o, t * h)?;
         b.add_bias(&s.x, &self.type0, t, h)?;
         // 2. h = LayerNorm(x)
         b.layer_norm(&s.x, &self.emb_norm.w, &self.emb_norm.b, &s.h, t, h, eps)?;
         let (nh, hd) = (self.cfg.num_attention_heads, self.cfg.head_dim());
+        let shape = |tokens: usize| AttnShape {
+            tokens,
+            heads: nh,
+            kv_heads: nh,
+            head_dim: hd,
+            pos0: 0,
+            ctx: tokens,
+            scale: 1.0 / (hd as f32).sqrt(),
+            causal: false,
+        };
         for l in &self.layers {
             // 3. q, k, v = h W^T + b                              [t, h]
             l.query.forward(b, &s.h, &s.q, t)?;
             l.key.forward(b, &s.h, &s.k, t)?;
             l.value.forward(b, &s.h, &s.v, t)?;
-            // 4. bidirectional attention over the t tokens        [t, nh*hd]
-            let shape = AttnShape {
-                tokens: t,
-                heads: nh,
-                kv_heads: nh,
-                head_dim: hd,
-                pos0: 0,
-                ctx: t,
-                scale: 1.0 / (hd as f32).sqrt(),
-                causal: false,
-            };
-            b.attention(&s.q, &s.k, &s.v, &s.att, shape)?;
+            // 4. bidirectional attention within each sequence     [t, nh*hd]
+            if let [(0, _)] = offs[..] {
+                b.attention(&s.q, &s.k, &s.v, &s.att, shape(t))?;
+            } else {
+                let [sq, sk, sv, sa] = &s.seg;
+                for &(o, n) in &offs {
+                    b.copy(&s.q, o * h, sq, 0, n * h)?;
+                    b.copy(&s.k, o * h, sk, 0, n * h)?;
+                    b.copy(&s.v, o * h, sv, 0, n * h)?;
+                    b.attention(sq, sk, sv, sa, shape(n))?;
+                    b.copy(sa, 0, &s.att, o * h, n * h)?;
+                }
+            }
             // 5. x = LayerNorm(h + att Wo^T + bo)
             l.attn_out.forward(b, &s.att, &s.o, t)?;
             b.add_assign(&s.o, &s.h, t * h)?;
@@ -481,20 +558,25 @@ impl<B: Backend> Bert<B> {
         Ok(mean_pool_normalize(&states, h))
     }
 
-    /// The mean of the last hidden states `[hidden]` (f64, not normalized), for pooling over
-    /// several windows of one text.
-    pub async fn mean_hidden(&self, b: &B, ids: &[u32]) -> Result<Vec<f64>> {
+    /// The mean of the last hidden states (`[hidden]`, f64, not normalized) of each of several
+    /// sequences run in one packed pass, for pooling over a text's windows.
+    pub async fn mean_hidden_packed(&self, b: &B, seqs: &[&[u32]]) -> Result<Vec<Vec<f64>>> {
         let h = self.cfg.hidden_size;
-        let states = self.hidden(b, ids).await?;
-        let mut v = vec![0f64; h];
-        for row in states.chunks_exact(h) {
-            for (a, &x) in v.iter_mut().zip(row) {
-                *a += x as f64;
+        let states = self.hidden_packed(b, seqs).await?;
+        let mut rows = states.chunks_exact(h);
+        let mut means = Vec::with_capacity(seqs.len());
+        for ids in seqs {
+            let mut v = vec![0f64; h];
+            for row in rows.by_ref().take(ids.len()) {
+                for (a, &x) in v.iter_mut().zip(row) {
+                    *a += x as f64;
+                }
             }
+            let n = ids.len() as f64;
+            v.iter_mut().for_each(|a| *a /= n);
+            means.push(v);
         }
-        let t = ids.len() as f64;
-        v.iter_mut().for_each(|a| *a /= t);
-        Ok(v)
+        Ok(means)
     }
 
     /// The configuration.
