@@ -130,6 +130,17 @@ pub enum ToWorker {
     Stop,
     /// Destroy the GPU device, as a driver reset would (exercises recovery; tests use it).
     LoseDevice,
+    /// Time retrieval alone on the loaded bundle (`scripts/bench-search-wasm.mjs` sends it):
+    /// each query is embedded on the GPU and on the wasm CPU backend, then searched `repeat`
+    /// times (top `k`, every source fused).
+    Bench {
+        /// The queries.
+        queries: Vec<String>,
+        /// Hits per search.
+        k: usize,
+        /// Searches per query.
+        repeat: usize,
+    },
 }
 
 /// Why something failed, so the page can say what to do about it.
@@ -220,6 +231,21 @@ pub enum FromWorker {
     Answer {
         /// Everything the engine knows about it.
         answer: Box<Answer>,
+    },
+    /// Retrieval timings for a `bench` request, in milliseconds.
+    Bench {
+        /// The adapter the GPU embeddings ran on.
+        adapter: String,
+        /// Story passages in the index.
+        passages: usize,
+        /// Query embedding on the GPU, one per query (empty without an embedder).
+        embed_gpu_ms: Vec<f64>,
+        /// Query embedding on the wasm CPU backend (single-threaded), one per query.
+        embed_cpu_ms: Vec<f64>,
+        /// Fused search (dense HNSW + BM25 + graph + fusion + neighbors), `repeat` per query.
+        search_ms: Vec<f64>,
+        /// Hits of the last search of each query (ids), so a run can be checked.
+        top_ids: Vec<Vec<u32>>,
     },
     /// Something failed.
     Failed {

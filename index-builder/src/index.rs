@@ -80,6 +80,10 @@ pub struct IndexSummary {
     /// HNSW recall@10 against exact f32 search on 200 probe queries (midpoints of random chunk
     /// pairs), when dense.
     pub hnsw_recall_at_10: Option<f64>,
+    /// Of which lost to int8 quantization: exact int8 search against exact f32 search.
+    pub int8_recall_at_10: Option<f64>,
+    /// Of which lost to the graph: HNSW against exact int8 search.
+    pub hnsw_vs_int8_recall_at_10: Option<f64>,
     /// Bytes of the index blob.
     pub blob_bytes: u64,
     /// Bytes of the stored embedder.
@@ -238,7 +242,7 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
                     v[a].iter().zip(&v[c]).map(|(x, y)| x + y).collect()
                 })
                 .collect();
-            Some(recall_at_k(d, v, &probes, 10).map_err(engine_err)?.hnsw)
+            Some(recall_at_k(d, v, &probes, 10).map_err(engine_err)?)
         }
         _ => None,
     };
@@ -353,7 +357,9 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
         } else {
             0.0
         },
-        hnsw_recall_at_10: recall,
+        hnsw_recall_at_10: recall.as_ref().map(|r| r.hnsw),
+        int8_recall_at_10: recall.as_ref().map(|r| r.exact_int8),
+        hnsw_vs_int8_recall_at_10: recall.as_ref().map(|r| r.hnsw_vs_exact_int8),
         blob_bytes: blob.len() as u64,
         embedder_bytes,
         seconds: t0.elapsed().as_secs_f64(),

@@ -400,6 +400,10 @@ impl AppState {
                 self.finish_turn(|t| t.answer = Some(*answer));
             }
             FromWorker::Failed { kind, message } => self.on_failure(kind, message),
+            // Benchmark results go to the console, where the benchmark script reads them.
+            m @ FromWorker::Bench { .. } => {
+                web_sys::console::info_1(&format!("lorekeeper-bench {}", encode(&m)).into());
+            }
         }
     }
 

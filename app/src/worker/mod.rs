@@ -18,7 +18,8 @@ use std::rc::Rc;
 
 use lorekeeper_engine::answer::session::Session;
 use lorekeeper_engine::answer::AskConfig;
-use lorekeeper_engine::{EngineError, GpuContext};
+use lorekeeper_engine::retrieval::Sources;
+use lorekeeper_engine::{CpuBackend, EngineError, GpuContext};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
@@ -99,6 +100,10 @@ pub fn start() {
                     "the worker is busy; wait or press Stop",
                 )),
             },
+            Ok(ToWorker::Bench { queries, k, repeat }) => match Busy::take(&st) {
+                Some(b) => wasm_bindgen_futures::spawn_local(bench(b, queries, k, repeat)),
+                None => post(&fail(FailKind::Busy, "the worker is busy")),
+            },
             Ok(ToWorker::Ask { question, settings }) => match Busy::take(&st) {
                 Some(b) => wasm_bindgen_futures::spawn_local(ask(b, question, settings)),
                 None => post(&fail(
@@ -165,6 +170,70 @@ async fn ask(busy: Busy, question: String, settings: Settings) {
         Err(e) => post(&fail(classify(&e), e.to_string())),
     }
     drop(busy);
+}
+
+/// Retrieval timings on the loaded bundle (see [`ToWorker::Bench`]).
+async fn bench(busy: Busy, queries: Vec<String>, k: usize, repeat: usize) {
+    let st = busy.0.clone();
+    let Some(gpu) = st.gpu.borrow().clone() else {
+        post(&fail(FailKind::Load, "no bundle is loaded yet"));
+        return;
+    };
+    let Some(sess) = st.session.borrow_mut().take() else {
+        post(&fail(FailKind::Load, "no bundle is loaded yet"));
+        return;
+    };
+    let r = run_bench(&gpu, &sess, &queries, k, repeat.max(1)).await;
+    *st.session.borrow_mut() = Some(sess);
+    match r {
+        Ok(m) => post(&m),
+        Err(e) => post(&fail(classify(&e), e.to_string())),
+    }
+    drop(busy);
+}
+
+async fn run_bench(
+    gpu: &GpuContext,
+    sess: &Session<GpuContext>,
+    queries: &[String],
+    k: usize,
+    repeat: usize,
+) -> Result<FromWorker, EngineError> {
+    let cpu = CpuBackend;
+    let cpu_embedder = sess.index.embedder(&cpu)?;
+    let (mut embed_gpu_ms, mut embed_cpu_ms, mut search_ms) = (vec![], vec![], vec![]);
+    let mut top_ids = Vec::with_capacity(queries.len());
+    for q in queries {
+        let t0 = web::now_ms();
+        let qv = match &sess.embedder {
+            Some(e) => Some(e.embed_query(gpu, q).await?),
+            None => None,
+        };
+        if qv.is_some() {
+            embed_gpu_ms.push(web::now_ms() - t0);
+        }
+        if let Some(e) = &cpu_embedder {
+            let t0 = web::now_ms();
+            e.embed_query(&cpu, q).await?;
+            embed_cpu_ms.push(web::now_ms() - t0);
+        }
+        let mut ids = vec![];
+        for _ in 0..repeat {
+            let t0 = web::now_ms();
+            let hits = sess.index.story.search(q, qv.as_deref(), k, Sources::ALL)?;
+            search_ms.push(web::now_ms() - t0);
+            ids = hits.into_iter().take(k).map(|h| h.id).collect();
+        }
+        top_ids.push(ids);
+    }
+    Ok(FromWorker::Bench {
+        adapter: gpu.adapter_description(),
+        passages: sess.index.story.chunks().len(),
+        embed_gpu_ms,
+        embed_cpu_ms,
+        search_ms,
+        top_ids,
+    })
 }
 
 async fn load(busy: Busy, entry: CatalogEntry) {

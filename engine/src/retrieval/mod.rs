@@ -56,7 +56,7 @@ pub use graph::{parse_aliases, AliasEntry, Entity, EntityGraph, EntitySource, Gr
 /// The blob's magic bytes.
 pub const MAGIC: [u8; 8] = *b"LKSTORY\0";
 /// The blob format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const HEADER_LEN: usize = 28;
 
 /// Every setting of an index, serialized with it. Missing fields take their defaults.
