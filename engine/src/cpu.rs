@@ -106,6 +106,41 @@ pub(crate) struct OutPtr(pub(crate) *mut f32);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
+/// `C = alpha · A Bᵀ` with `matrixmultiply`'s SGEMM: `(m, k, n)` the shape, `A` `[m][k]`,
+/// `B` `[n][k]` and `C` `[m][n]`, each row-major with the given row stride (elements).
+///
+/// # Safety
+/// Every addressed element — `a + i·lda + p`, `b + j·ldb + p`, `c + i·ldc + j` for `i < m`,
+/// `j < n`, `p < k` — must be inside its allocation, and no other thread may write the
+/// addressed elements of `C` meanwhile.
+pub(crate) unsafe fn sgemm_nt(
+    (m, k, n): (usize, usize, usize),
+    alpha: f32,
+    (a, lda): (*const f32, usize),
+    (b, ldb): (*const f32, usize),
+    (c, ldc): (*mut f32, usize),
+) {
+    // SAFETY: the caller's contract; Bᵀ is B read with row stride 1 and column stride ldb.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            alpha,
+            a,
+            lda as isize,
+            1,
+            b,
+            1,
+            ldb as isize,
+            0.0,
+            c,
+            ldc as isize,
+            1,
+        );
+    }
+}
+
 /// `out[mi][r] = x[mi] . w[r]` for `m` activation rows (`x`: `[m][k]`) and `rows` weight rows:
 /// `matrixmultiply`'s packed, cache-blocked SGEMM (AVX2/FMA or AVX-512 chosen at run time
 /// natively) on one column range of `out` per thread, so the activations are packed once per
@@ -139,25 +174,16 @@ pub(crate) fn par_gemm(
             (0..m.div_ceil(chunk)).into_par_iter().for_each(|c| {
                 let (m0, m1) = (c * chunk, ((c + 1) * chunk).min(m));
                 let p = base;
-                // SAFETY: A = x rows m0..m1 ([m1-m0][k]), B = w^T ([k][rows], row stride 1,
-                // column stride k), C = out rows m0..m1 (row stride `rows`), all in bounds;
-                // threads own disjoint row ranges of `out`.
+                // SAFETY: x rows m0..m1 ([m1-m0][k]), all `rows` weight rows ([rows][k]) and
+                // out rows m0..m1 (row stride `rows`) are in bounds; threads own disjoint row
+                // ranges of `out`.
                 unsafe {
-                    matrixmultiply::sgemm(
-                        m1 - m0,
-                        k,
-                        rows,
+                    sgemm_nt(
+                        (m1 - m0, k, rows),
                         1.0,
-                        x.as_ptr().add(m0 * k),
-                        k as isize,
-                        1,
-                        w.as_ptr(),
-                        1,
-                        k as isize,
-                        0.0,
-                        p.0.add(m0 * rows),
-                        rows as isize,
-                        1,
+                        (x.as_ptr().add(m0 * k), k),
+                        (w.as_ptr(), k),
+                        (p.0.add(m0 * rows), rows),
                     );
                 }
             });
@@ -181,26 +207,16 @@ pub(crate) fn par_gemm(
                 }
             };
             let p = base;
-            // SAFETY: A = x as [m][k] (m*k elements), B = wb^T as [k][s1-s0] (row stride 1,
-            // column stride k; (s1-s0)*k elements), C = out[.., s0..s1] with row stride `rows`:
-            // the largest index is (m-1)*rows + s1-1 < m*rows = out_len. Threads own disjoint
-            // column ranges, so no element is written twice.
+            // SAFETY: x is [m][k] (m*k elements), wb is [s1-s0][k], C = out[.., s0..s1] with
+            // row stride `rows`: the largest index is (m-1)*rows + s1-1 < m*rows = out_len.
+            // Threads own disjoint column ranges, so no element is written twice.
             unsafe {
-                matrixmultiply::sgemm(
-                    m,
-                    k,
-                    s1 - s0,
+                sgemm_nt(
+                    (m, k, s1 - s0),
                     1.0,
-                    x.as_ptr(),
-                    k as isize,
-                    1,
-                    wb.as_ptr(),
-                    1,
-                    k as isize,
-                    0.0,
-                    p.0.add(s0),
-                    rows as isize,
-                    1,
+                    (x.as_ptr(), k),
+                    (wb.as_ptr(), k),
+                    (p.0.add(s0), rows),
                 );
             }
         }

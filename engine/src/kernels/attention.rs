@@ -96,7 +96,7 @@ pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
 /// softmax over each row's visible keys (the rest zeroed), `O[t0..t1, h] = P V[0..n, kvh]`.
 fn blocked(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
     let d = s.head_dim;
-    let (qs, kvs) = ((s.heads * d) as isize, (s.kv_heads * d) as isize);
+    let (qs, kvs) = (s.heads * d, s.kv_heads * d);
     let group = (s.heads / s.kv_heads.max(1)).max(1);
     let blocks = s.tokens.div_ceil(QBLOCK);
     let out = &mut out[..s.tokens * s.heads * d];
@@ -113,21 +113,12 @@ fn blocked(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
         // shape check admitted — and the `rows x n` scratch. C of the second call is rows
         // t0..t1 of head h of `out`, which no other task writes.
         unsafe {
-            matrixmultiply::sgemm(
-                rows,
-                d,
-                n,
+            crate::cpu::sgemm_nt(
+                (rows, d, n),
                 s.scale,
-                q.as_ptr().add((t0 * s.heads + h) * d),
-                qs,
-                1,
-                k.as_ptr().add(kvh * d),
-                1,
-                kvs,
-                0.0,
-                p.as_mut_ptr(),
-                n as isize,
-                1,
+                (q.as_ptr().add((t0 * s.heads + h) * d), qs),
+                (k.as_ptr().add(kvh * d), kvs),
+                (p.as_mut_ptr(), n),
             );
         }
         for (r, row) in p.chunks_mut(n).enumerate() {
@@ -151,11 +142,11 @@ fn blocked(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
                 n as isize,
                 1,
                 v.as_ptr().add(kvh * d),
-                kvs,
+                kvs as isize,
                 1,
                 0.0,
                 o.0.add((t0 * s.heads + h) * d),
-                qs,
+                qs as isize,
                 1,
             );
         }

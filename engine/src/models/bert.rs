@@ -436,11 +436,6 @@ impl<B: Backend> Bert<B> {
         self.cfg.hidden_size
     }
 
-    /// The last hidden states `[ids.len(), hidden]` of one sequence (specials included).
-    pub async fn hidden(&self, b: &B, ids: &[u32]) -> Result<Vec<f32>> {
-        self.hidden_packed(b, &[ids]).await
-    }
-
     /// The last hidden states of several sequences packed end to end (`[Σ len, hidden]`, no
     /// padding): position ids restart at every sequence and attention never crosses one.
     pub async fn hidden_packed(&self, b: &B, seqs: &[&[u32]]) -> Result<Vec<f32>> {
@@ -551,13 +546,6 @@ impl<B: Backend> Bert<B> {
         b.read(&s.h, 0, t * h).await
     }
 
-    /// The sentence embedding: mean of the last hidden states, L2-normalized.
-    pub async fn embed(&self, b: &B, ids: &[u32]) -> Result<Vec<f32>> {
-        let h = self.cfg.hidden_size;
-        let states = self.hidden(b, ids).await?;
-        Ok(mean_pool_normalize(&states, h))
-    }
-
     /// The mean of the last hidden states (`[hidden]`, f64, not normalized) of each of several
     /// sequences run in one packed pass, for pooling over a text's windows.
     pub async fn mean_hidden_packed(&self, b: &B, seqs: &[&[u32]]) -> Result<Vec<Vec<f64>>> {
@@ -583,25 +571,4 @@ impl<B: Backend> Bert<B> {
     pub fn config(&self) -> &BertConfig {
         &self.cfg
     }
-}
-
-/// Mean over rows of `states[t][h]`, then L2 normalization (a zero vector stays zero).
-pub fn mean_pool_normalize(states: &[f32], h: usize) -> Vec<f32> {
-    let t = states.len() / h.max(1);
-    let mut v = vec![0f64; h];
-    for row in states.chunks(h) {
-        for (a, &x) in v.iter_mut().zip(row) {
-            *a += x as f64;
-        }
-    }
-    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt() / t.max(1) as f64;
-    v.iter()
-        .map(|x| {
-            if norm > 0.0 {
-                (x / t as f64 / norm) as f32
-            } else {
-                0.0
-            }
-        })
-        .collect()
 }

@@ -290,9 +290,10 @@ impl DenseIndex {
         // 2. Points: codes and scale, plus the exact unit vector for building the graph.
         let points: Vec<QuantizedVector> = units
             .into_iter()
-            .map(|u| QuantizedVector {
-                aux: Aux::Exact(u.clone()),
-                ..quantizer.quantize(&u)
+            .map(|u| {
+                let mut p = quantizer.quantize(&u);
+                p.aux = Aux::Exact(u);
+                p
             })
             .collect();
         let ef_search = config.ef_search.max(1);
