@@ -122,6 +122,13 @@ pub trait Backend {
     fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<Self::Q4>;
     /// Shape `(rows, cols)` of a device LQ4 matrix.
     fn q4_shape(&self, w: &Self::Q4) -> (usize, usize);
+    /// Whether a 4-bit matmul of `m` activation rows first rounds the activations to 8-bit
+    /// blocks (the CPU's integer dot products, [`crate::cpu::q8`]); `false`: f32 activations.
+    /// Tests choose their oracle by it.
+    fn q4_rounds_activations(&self, m: usize) -> bool {
+        let _ = m;
+        false
+    }
     /// Reads `len` elements at `offset`, after every op recorded so far.
     async fn read(&self, buf: &Self::Buffer, offset: usize, len: usize) -> Result<Vec<f32>>;
 

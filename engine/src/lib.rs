@@ -7,6 +7,7 @@
 pub mod answer;
 pub mod backend;
 pub mod bundle;
+pub mod choose;
 pub mod cpu;
 pub mod embed;
 pub mod error;

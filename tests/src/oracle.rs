@@ -23,6 +23,46 @@ pub fn q4_matmul(x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
     out
 }
 
+/// `x` as the CPU's 8-bit activation blocks round it: per block of 32, `d = max|x| / 127` and
+/// `q = round(x · (1/d))` in f32, ties to even (the definition in `lorekeeper_engine::cpu::q8`),
+/// value `d·q`.
+pub fn q8_round(x: &[f32]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(x.len());
+    for block in x.chunks(32) {
+        let amax = block.iter().fold(0f32, |a, v| a.max(v.abs()));
+        let d = amax / 127.0;
+        let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+        out.extend(
+            block
+                .iter()
+                .map(|&v| (v * id).round_ties_even() as f64 * d as f64),
+        );
+    }
+    out
+}
+
+/// `out[m][n] = sum_k W[n][k] x[m][k]` as a backend with 8-bit activation blocks computes it:
+/// the scaled codes `d·sc·q` meet the rounded activations ([`q8_round`]), the group minimums
+/// `dmin·mn` the exact ones (their block sums are kept exactly).
+pub fn q4_matmul_q8(x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
+    let xr = q8_round(&x[..m * w.cols]);
+    let mut out = vec![0f64; m * w.rows];
+    for mi in 0..m {
+        for n in 0..w.rows {
+            let (d, dmin) = w.row_scales(n);
+            out[mi * w.rows + n] = (0..w.cols)
+                .map(|k| {
+                    let (sc, mn) = w.sub(n, k / 32);
+                    let i = mi * w.cols + k;
+                    d as f64 * sc as f64 * w.code(n, k) as f64 * xr[i]
+                        - dmin as f64 * mn as f64 * x[i] as f64
+                })
+                .sum();
+        }
+    }
+    out
+}
+
 /// RMSNorm.
 pub fn rms_norm(
     x: &[f32],

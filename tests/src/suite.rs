@@ -58,6 +58,16 @@ pub fn random_q4(rng: &mut Pcg32, n: usize, k: usize) -> Q4Matrix {
     Q4Matrix::quantize("random", n, k, &w).unwrap_or_else(|err| panic!("quantize: {err}"))
 }
 
+/// The oracle of a 4-bit matmul of `m` rows on `b`: f32 activations, or the 8-bit blocks the
+/// backend rounds them to ([`Backend::q4_rounds_activations`]).
+fn q4_oracle<B: Backend>(b: &B, x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
+    if b.q4_rounds_activations(m) {
+        oracle::q4_matmul_q8(x, w, m)
+    } else {
+        oracle::q4_matmul(x, w, m)
+    }
+}
+
 async fn q4_matmul<B: Backend>(b: &B, seed: u64, kernel: MatmulKernel) -> Check {
     let op = match kernel {
         MatmulKernel::Gemv => "q4_gemv",
@@ -79,7 +89,7 @@ async fn q4_matmul<B: Backend>(b: &B, seed: u64, kernel: MatmulKernel) -> Check 
         op,
         format!("m={m} n={n} k={k}"),
         bounds::Q4_MATMUL,
-        &oracle::q4_matmul(&x, &w, m),
+        &q4_oracle(b, &x, &w, m),
         &got,
     )
 }
@@ -675,7 +685,7 @@ pub async fn q4_blocks<B: Backend>(b: &B, seed: u64) -> Check {
             op,
             format!("{kernel:?} m={m} n={n} k={k} blocks={cuts:?}"),
             bounds::Q4_MATMUL,
-            &oracle::q4_matmul(&x, &w, m),
+            &q4_oracle(b, &x, &w, m),
             &got,
         )?;
     }

@@ -5,6 +5,7 @@
 
 use std::sync::OnceLock;
 
+use lorekeeper_engine::cpu::pool as cpu_pool;
 use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements};
 use lorekeeper_tests::suite;
 
@@ -109,6 +110,41 @@ fn gemv_every_threads_per_row() {
                 seed,
                 pollster::block_on(suite::q4_gemv(&ctx, seed)),
             );
+        }
+    }
+}
+
+#[test]
+fn cpu_matmuls_on_one_and_three_threads() {
+    // The CPU's 4-bit matmuls split rows over the pool; one thread and an odd count that does
+    // not divide the shapes must give the same checked results.
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap_or_else(|e| panic!("thread pool: {e}"));
+        for seed in [5u64, 6, 7, 8, 9, 10] {
+            // Decode GEMVs split over the engine's own pool, the prefill GEMM over rayon's.
+            for (name, r) in pool.install(|| {
+                cpu_pool::with_max_threads(threads, || {
+                    [
+                        (
+                            "q4_gemv",
+                            pollster::block_on(suite::q4_gemv(&CpuBackend, seed)),
+                        ),
+                        (
+                            "q4_gemm",
+                            pollster::block_on(suite::q4_gemm(&CpuBackend, seed)),
+                        ),
+                        (
+                            "q4_blocks",
+                            pollster::block_on(suite::q4_blocks(&CpuBackend, seed)),
+                        ),
+                    ]
+                })
+            }) {
+                report(&format!("cpu {threads} threads {name}"), seed, r);
+            }
         }
     }
 }

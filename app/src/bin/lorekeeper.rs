@@ -43,6 +43,8 @@ mod native {
     use anyhow::{bail, Context, Result};
     use clap::{Parser, Subcommand, ValueEnum};
     use lorekeeper_engine::bundle::IndexBundle;
+    use lorekeeper_engine::choose;
+    use lorekeeper_engine::cpu::pool as cpu_pool;
     use lorekeeper_engine::generate::{generate, now_ms, GenerateOptions, SamplingParams};
     use lorekeeper_engine::loader;
     use lorekeeper_engine::models::llama::LoadOptions;
@@ -59,13 +61,20 @@ mod native {
         about = "Lorekeeper offline desktop build"
     )]
     struct Cli {
+        /// CPU threads [default: the physical cores]
+        #[arg(long, global = true)]
+        threads: Option<usize>,
         #[command(subcommand)]
         cmd: Cmd,
     }
 
     #[derive(Clone, Copy, ValueEnum)]
     enum BackendArg {
+        /// The CPU path unless a hardware GPU measures faster (software adapters never win)
+        Auto,
+        /// The GPU adapter wgpu picks (WGSL kernels)
         Gpu,
+        /// The CPU path (SIMD integer dot products, threads)
         Cpu,
     }
 
@@ -83,7 +92,7 @@ mod native {
         #[arg(long)]
         model: PathBuf,
         /// Where to run
-        #[arg(long, value_enum, default_value = "gpu")]
+        #[arg(long, value_enum, default_value = "auto")]
         backend: BackendArg,
         /// How to store matmul weights on the device [default: q4 for a q4 bundle, else f32]
         #[arg(long, value_enum)]
@@ -155,7 +164,7 @@ mod native {
             #[arg(long, default_value_t = 10)]
             k: usize,
             /// Where the query embedder runs
-            #[arg(long, value_enum, default_value = "cpu")]
+            #[arg(long, value_enum, default_value = "auto")]
             backend: BackendArg,
             /// Print JSON: [{id, chapter, text, fusion_score, dense_rank, sparse_rank, graph_rank}…]
             #[arg(long)]
@@ -170,7 +179,7 @@ mod native {
             #[arg(long)]
             questions: PathBuf,
             /// Where the query embedder runs
-            #[arg(long, value_enum, default_value = "cpu")]
+            #[arg(long, value_enum, default_value = "auto")]
             backend: BackendArg,
             /// Print JSON
             #[arg(long)]
@@ -189,7 +198,7 @@ mod native {
             #[arg(long)]
             only: Option<String>,
             /// Where the models run
-            #[arg(long, value_enum, default_value = "gpu")]
+            #[arg(long, value_enum, default_value = "auto")]
             backend: BackendArg,
             /// Print JSON rows
             #[arg(long)]
@@ -200,7 +209,7 @@ mod native {
             #[command(flatten)]
             args: crate::ask_cmd::AskArgs,
             /// Where the model runs
-            #[arg(long, value_enum, default_value = "gpu")]
+            #[arg(long, value_enum, default_value = "auto")]
             backend: BackendArg,
             /// Print the whole outcome as JSON
             #[arg(long)]
@@ -219,7 +228,7 @@ mod native {
             #[arg(long)]
             limit: Option<usize>,
             /// Where the model runs
-            #[arg(long, value_enum, default_value = "gpu")]
+            #[arg(long, value_enum, default_value = "auto")]
             backend: BackendArg,
             /// Print JSON (summary + per question)
             #[arg(long)]
@@ -236,9 +245,6 @@ mod native {
             /// Python interpreter with llama-cpp-python; the peer is skipped without it
             #[arg(long)]
             llama_cpp: Option<PathBuf>,
-            /// Threads for llama.cpp
-            #[arg(long, default_value_t = 2)]
-            threads: usize,
             /// Print JSON
             #[arg(long)]
             json: bool,
@@ -255,9 +261,25 @@ mod native {
                 }
                 BackendArg::Gpu => {
                     let ctx = GpuContext::new_blocking(Requirements::default())?;
-                    eprintln!("adapter: {}", ctx.adapter_description());
+                    eprintln!("backend: gpu, {}", ctx.adapter_description());
                     let $b = &ctx;
                     $body
+                }
+                BackendArg::Auto => {
+                    let ctx = GpuContext::new_blocking(Requirements::default()).ok();
+                    match pollster::block_on(choose::decide(ctx.as_ref(), 2048, 2048)) {
+                        choose::Decision::Gpu(why) => {
+                            eprintln!("backend: gpu (auto), {why}");
+                            let $b = ctx.as_ref().context("the chosen GPU vanished")?;
+                            $body
+                        }
+                        choose::Decision::Cpu(why) => {
+                            drop(ctx);
+                            eprintln!("backend: cpu (auto), {why}");
+                            let $b = &CpuBackend;
+                            $body
+                        }
+                    }
                 }
             }
         };
@@ -265,6 +287,9 @@ mod native {
 
     pub fn run() -> Result<()> {
         let cli = Cli::parse();
+        let threads = match cpu_pool::set_threads(cli.threads.unwrap_or(0)) {
+            Ok(n) | Err(n) => n,
+        };
         match cli.cmd {
             Cmd::Generate {
                 model,
@@ -377,7 +402,6 @@ mod native {
                 prompt_tokens,
                 gen_tokens,
                 llama_cpp,
-                threads,
                 json,
             } => on_backend!(model.backend, |b| bench_on(
                 b,

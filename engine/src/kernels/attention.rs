@@ -71,24 +71,21 @@ pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
     if s.tokens >= crate::cpu::GEMM_MIN_ROWS && s.head_dim > 0 {
         return blocked(q, k, v, out, s);
     }
-    // One task per (token, head): a decode step still spreads its heads over the threads.
+    // One task per (token, head): a decode step still spreads its heads over the threads
+    // (the CPU backend's spinning pool: a decode step runs this once per layer).
     let d = s.head_dim;
-    let head = |i: usize, o: &mut [f32]| attend_head(q, k, v, o, s, i / s.heads, i % s.heads);
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        use rayon::prelude::*;
-        out[..s.tokens * s.heads * d]
-            .par_chunks_mut(d.max(1))
-            .enumerate()
-            .for_each(|(i, o)| head(i, o));
-    }
-    #[cfg(target_arch = "wasm32")]
-    for (i, o) in out[..s.tokens * s.heads * d]
-        .chunks_mut(d.max(1))
-        .enumerate()
-    {
-        head(i, o);
-    }
+    let n = s.tokens * s.heads;
+    let out = &mut out[..n * d];
+    let base = crate::cpu::OutPtr(out.as_mut_ptr());
+    crate::cpu::pool::for_ranges(n, 1, |i0, i1| {
+        let p = base;
+        for i in i0..i1 {
+            // SAFETY: head i owns out[i·d..(i+1)·d], inside `out` (n·d elements); ranges of
+            // different tasks are disjoint.
+            let o = unsafe { std::slice::from_raw_parts_mut(p.0.add(i * d), d) };
+            attend_head(q, k, v, o, s, i / s.heads, i % s.heads);
+        }
+    });
 }
 
 /// Attention by blocks: for head `h` and query rows `t0..t1`,

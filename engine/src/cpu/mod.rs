@@ -1,5 +1,12 @@
-//! [`Backend`] on the CPU: the kernels' plain-Rust references behind the same op set, used by
-//! tests and as the fallback where no GPU adapter exists.
+//! [`Backend`] on the CPU: the path most readers run (no GPU, or only a software adapter).
+//!
+//! - `q8`, `simd/`, `gemv`: 4-bit matmuls of a few activation rows (decode) as integer dot
+//!   products of 8-bit activation blocks with the 4-bit weights, one implementation per
+//!   instruction set behind one dispatch (AVX2, NEON, simd128, scalar);
+//! - this file: the packed SGEMM (`matrixmultiply`) for prefill-sized matmuls and vectorizable
+//!   helpers (`dot`, `sum`, `fast_exp`); the other ops run the kernels' plain-Rust references
+//!   (`crate::kernels::*::cpu`), which are also the oracles of the fast paths;
+//! - `pool`: the threads (one persistent pool, sized to the physical cores by default).
 
 use std::sync::{Arc, RwLock};
 
@@ -9,6 +16,12 @@ use crate::backend::{
 use crate::error::{shape_err, Result};
 use crate::kernels;
 use crate::quant::Q4Matrix;
+
+pub mod gemv;
+pub mod pool;
+pub mod q8;
+pub mod select;
+pub mod simd;
 
 /// A host buffer shared by handle, like a device buffer.
 #[derive(Clone, Debug)]
@@ -263,6 +276,29 @@ where
     }
 }
 
+/// `out[mi * stride + off + r] = (x Wᵀ)[mi][r]`: the integer GEMV for fewer than
+/// [`GEMM_MIN_ROWS`] activation rows, the packed SGEMM (dequantized weights) otherwise.
+fn q4_matmul_into(
+    x: &[f32],
+    w: &Q4Matrix,
+    out: &mut [f32],
+    m: usize,
+    (stride, off): (usize, usize),
+) {
+    if m < GEMM_MIN_ROWS {
+        return gemv::q4_gemv_q8(x, w, m, out, stride, off);
+    }
+    if (stride, off) == (w.rows, 0) {
+        return par_gemm(x, GemmWeights::Q4(w), w.rows, w.cols, m, out);
+    }
+    let mut block = vec![0f32; m * w.rows];
+    par_gemm(x, GemmWeights::Q4(w), w.rows, w.cols, m, &mut block);
+    for (mi, row) in block.chunks(w.rows).enumerate() {
+        let at = mi * stride + off;
+        out[at..at + w.rows].copy_from_slice(row);
+    }
+}
+
 /// The CPU backend.
 #[derive(Clone, Debug, Default)]
 pub struct CpuBackend;
@@ -279,7 +315,16 @@ impl Backend for CpuBackend {
     type Q4 = Arc<Q4Matrix>;
 
     fn describe(&self) -> String {
-        "cpu (plain-Rust kernel references)".into()
+        let t = pool::threads();
+        format!(
+            "cpu ({}, {t} thread{})",
+            simd::Isa::best().name(),
+            if t == 1 { "" } else { "s" }
+        )
+    }
+
+    fn q4_rounds_activations(&self, m: usize) -> bool {
+        m < GEMM_MIN_ROWS
     }
 
     fn alloc(&self, _label: &str, len: usize) -> Result<CpuBuffer> {
@@ -321,10 +366,8 @@ impl Backend for CpuBackend {
         check::q4_matmul(x, out, w.rows, w.cols, m)?;
         no_alias("q4_matmul", out, &[x])?;
         let (x, mut o) = (x.get(), out.get_mut());
-        match kernel {
-            MatmulKernel::Gemv => kernels::q4_gemv::cpu(&x, w, &mut o, m),
-            MatmulKernel::Gemm => kernels::q4_gemm::cpu(&x, w, &mut o, m),
-        }
+        q4_matmul_into(&x, w, &mut o, m, (w.rows, 0));
+        let _ = kernel; // the row count decides: few rows → integer GEMV, else SGEMM
         Ok(())
     }
 
@@ -340,17 +383,9 @@ impl Backend for CpuBackend {
     ) -> Result<()> {
         check::q4_matmul_block(x, out, (w.rows, w.cols), m, out_stride, out_off)?;
         no_alias("q4_matmul_block", out, &[x])?;
-        let mut block = vec![0f32; m * w.rows];
-        let x = x.get();
-        match kernel {
-            MatmulKernel::Gemv => kernels::q4_gemv::cpu(&x, w, &mut block, m),
-            MatmulKernel::Gemm => kernels::q4_gemm::cpu(&x, w, &mut block, m),
-        }
-        let mut o = out.get_mut();
-        for (mi, row) in block.chunks(w.rows).enumerate() {
-            let at = mi * out_stride + out_off;
-            o[at..at + w.rows].copy_from_slice(row);
-        }
+        let (x, mut o) = (x.get(), out.get_mut());
+        q4_matmul_into(&x, w, &mut o, m, (out_stride, out_off));
+        let _ = kernel;
         Ok(())
     }
 
@@ -606,7 +641,7 @@ impl Backend for CpuBackend {
         inv_temp: Option<f32>,
     ) -> Result<Selection> {
         check::select(logits, n, k)?;
-        Ok(kernels::topk::cpu(&logits.get()[..n], k, inv_temp))
+        Ok(select::select(&logits.get()[..n], k, inv_temp))
     }
 }
 

@@ -1,0 +1,61 @@
+//! 4-bit GEMV on the CPU (decode and other few-row matmuls): the activations are rounded to
+//! 8-bit blocks once per call ([`super::q8`]), then every weight row takes integer dot products
+//! with them ([`super::simd`], the fastest instruction set present), rows spread over the
+//! thread pool in a few contiguous ranges per thread.
+//!
+//! The plain-Rust reference with f32 activations, [`crate::kernels::q4_gemv::cpu`], stays the
+//! oracle; tests compare this path with an f64 evaluation of the same rounded activations.
+
+use super::q8::Q8Rows;
+use super::simd::{lq4_q8, Isa, Lq4Row};
+use super::OutPtr;
+use crate::quant::{Q4Matrix, GROUP};
+
+/// Rows per task at least (a task's fixed cost is a few hundred nanoseconds).
+const MIN_ROWS_PER_TASK: usize = 16;
+
+/// `out[mi * stride + off + r] = Σ_k x[mi][k] · W[r][k]` for `mi < m`, every row `r` of `w`,
+/// with the activations rounded to 8-bit blocks. `out` must hold `(m − 1)·stride + off + rows`
+/// elements (`off + rows <= stride`), `x` `m·cols`; shapes are checked by the backend first.
+pub fn q4_gemv_q8(x: &[f32], w: &Q4Matrix, m: usize, out: &mut [f32], stride: usize, off: usize) {
+    let (rows, k) = (w.rows, w.cols);
+    if m == 0 || rows == 0 {
+        return;
+    }
+    assert!(
+        x.len() >= m * k
+            && off + rows <= stride
+            && out.len() >= (m - 1) * stride + off + rows
+            && w.data.len() == Q4Matrix::words_for(rows, k),
+        "q4_gemv_q8: shapes were not checked"
+    );
+    let groups = k / GROUP;
+    let mut xq = Q8Rows::default();
+    xq.quantize(x, m, k);
+    let xq = &xq;
+    let bytes: &[u8] = bytemuck::cast_slice(&w.data);
+    let (sm, ro) = (4 * w.sm_offset(), w.rows_offset());
+    let isa = Isa::best();
+    let base = OutPtr(out.as_mut_ptr());
+    let run = |r0: usize, r1: usize| {
+        let mut scratch = vec![0f32; groups];
+        let p = base;
+        for r in r0..r1 {
+            let row = Lq4Row {
+                codes: &bytes[r * k / 2..(r + 1) * k / 2],
+                subs: &bytes[sm + 2 * groups * r..sm + 2 * groups * (r + 1)],
+            };
+            let (d, dmin) = (
+                f32::from_bits(w.data[ro + 2 * r]),
+                f32::from_bits(w.data[ro + 2 * r + 1]),
+            );
+            for mi in 0..m {
+                let (a, b) = lq4_q8(isa, row, xq.row(mi), &mut scratch);
+                // SAFETY: mi·stride + off + r < (m−1)·stride + off + rows <= out.len() (asserted
+                // above); tasks own disjoint row ranges, so no element is written twice.
+                unsafe { *p.0.add(mi * stride + off + r) = d * a - dmin * b };
+            }
+        }
+    };
+    super::pool::for_ranges(rows, MIN_ROWS_PER_TASK, run);
+}

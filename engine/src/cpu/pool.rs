@@ -1,0 +1,353 @@
+//! The CPU backend's threads.
+//!
+//! Natively: one persistent pool (the design of llama.cpp's threadpool). `threads − 1` workers
+//! wait for work by spinning, then sleep after [`SPIN`] idle rounds; the calling thread takes
+//! part in every job, so an op costs no thread hand-over. A decode step runs a few hundred small
+//! ops back to back, and a pool that puts its threads to sleep between them (rayon's, measured:
+//! a third of decode time in `sched_yield` and wake-ups) loses to one that keeps them spinning.
+//! The prefill GEMM and other large ops keep using rayon (one call each, long enough to amortize
+//! its hand-over); [`set_threads`] sizes both.
+//!
+//! In wasm: one thread.
+
+#[cfg(not(target_arch = "wasm32"))]
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+#[cfg(not(target_arch = "wasm32"))]
+use std::sync::{Condvar, Mutex, OnceLock};
+
+/// Idle spin rounds before a worker sleeps (about a millisecond: longer than the gap between
+/// two ops of a decode step, shorter than a reader's pause).
+#[cfg(not(target_arch = "wasm32"))]
+const SPIN: u32 = 1 << 16;
+
+/// Threads the CPU kernels run on (the caller included).
+pub fn threads() -> usize {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        pool().workers + 1
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        1
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+static REQUESTED: AtomicUsize = AtomicUsize::new(0);
+
+/// Sizes the pools (`0`: the default, the physical cores). Takes effect only before the first
+/// CPU op; returns the size in force (`Err` when it was already fixed at another size).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn set_threads(n: usize) -> Result<usize, usize> {
+    let n = if n == 0 { physical_cores() } else { n };
+    REQUESTED.store(n, SeqCst);
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build_global();
+    let now = threads();
+    if now == n {
+        Ok(n)
+    } else {
+        Err(now)
+    }
+}
+
+/// Physical cores (hyper-threads share one core's load and vector units, and the kernels are
+/// bound by memory, so siblings only add contention). Linux: distinct (package, core) pairs in
+/// sysfs; elsewhere the logical count.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn physical_cores() -> usize {
+    let logical = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let mut cores = std::collections::BTreeSet::new();
+    for cpu in 0..logical.min(4096) {
+        let dir = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
+        match (read("physical_package_id"), read("core_id")) {
+            (Some(p), Some(c)) => {
+                cores.insert((p.trim().to_string(), c.trim().to_string()));
+            }
+            _ => return logical,
+        }
+    }
+    cores.len().clamp(1, logical)
+}
+
+std::thread_local! {
+    /// Set on pool workers and on a caller inside a job: nested calls run inline.
+    static IN_JOB: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// A cap on the threads of this thread's jobs ([`with_max_threads`]).
+    static CAP: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+/// Runs `f` with this thread's CPU jobs split for at most `n` threads (1: inline), for tests
+/// that check results do not depend on the split.
+pub fn with_max_threads<R>(n: usize, f: impl FnOnce() -> R) -> R {
+    let old = CAP.with(|c| c.replace(n.max(1)));
+    let r = f();
+    CAP.with(|c| c.set(old));
+    r
+}
+
+/// Runs `f(r0, r1)` over `0..n` cut into contiguous ranges of at least `min` items, a few per
+/// thread (so a thread that starts late does not hold the others back). Every index is covered
+/// exactly once; `f` must not panic across ranges it did not finish (a panic is re-raised on
+/// the caller after every thread has let go of `f`).
+pub fn for_ranges<F>(n: usize, min: usize, f: F)
+where
+    F: Fn(usize, usize) + Sync,
+{
+    if n == 0 {
+        return;
+    }
+    let threads = threads().min(CAP.with(|c| c.get()));
+    let tasks = if threads <= 1 || IN_JOB.with(|j| j.get()) {
+        1
+    } else {
+        (4 * threads).min(n.div_ceil(min.max(1))).max(1)
+    };
+    if tasks == 1 {
+        return f(0, n);
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    pool().run(n, n.div_ceil(tasks), &f);
+    #[cfg(target_arch = "wasm32")]
+    f(0, n);
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn pool() -> &'static Pool {
+    static POOL: OnceLock<&'static Pool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let n = match REQUESTED.load(SeqCst) {
+            0 => physical_cores(),
+            n => n,
+        };
+        Pool::start(n.saturating_sub(1))
+    })
+}
+
+/// The job being run: a type-erased `&dyn Fn` (valid until every worker checked out) and its
+/// split.
+#[cfg(not(target_arch = "wasm32"))]
+#[derive(Clone, Copy)]
+struct Job {
+    f: *const (dyn Fn(usize, usize) + Sync),
+    n: usize,
+    chunk: usize,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+struct Pool {
+    workers: usize,
+    /// One job at a time; a caller that finds the pool busy (another thread's job) runs inline.
+    submit: Mutex<()>,
+    /// Bumped once per job; workers wait for it to change.
+    epoch: AtomicU64,
+    /// The current job, written only while no worker can read it (all checked out).
+    job: Mutex<Option<Job>>,
+    /// Next range index to claim.
+    next: AtomicUsize,
+    /// Workers finished with the current epoch.
+    checked_out: AtomicUsize,
+    /// Workers asleep on `wake`.
+    sleeping: AtomicUsize,
+    panicked: AtomicBool,
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+// SAFETY: `Job::f` points to a `Sync` closure that the submitting thread keeps alive until every
+// worker has checked out of the job (see `Pool::run`).
+#[cfg(not(target_arch = "wasm32"))]
+unsafe impl Send for Job {}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl Pool {
+    fn start(workers: usize) -> &'static Pool {
+        let pool: &'static Pool = Box::leak(Box::new(Pool {
+            workers,
+            submit: Mutex::new(()),
+            epoch: AtomicU64::new(0),
+            job: Mutex::new(None),
+            next: AtomicUsize::new(0),
+            checked_out: AtomicUsize::new(workers),
+            sleeping: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+        }));
+        for i in 0..workers {
+            let spawned = std::thread::Builder::new()
+                .name(format!("lorekeeper-cpu-{i}"))
+                .spawn(move || pool.work());
+            if spawned.is_err() {
+                // Without that thread the pool would wait for it forever: fall back to fewer.
+                let p: &'static Pool = Box::leak(Box::new(Pool::degraded()));
+                return p;
+            }
+        }
+        pool
+    }
+
+    /// A pool with no workers (every job inline), when threads cannot be spawned.
+    fn degraded() -> Pool {
+        Pool {
+            workers: 0,
+            submit: Mutex::new(()),
+            epoch: AtomicU64::new(0),
+            job: Mutex::new(None),
+            next: AtomicUsize::new(0),
+            checked_out: AtomicUsize::new(0),
+            sleeping: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+        }
+    }
+
+    fn claim_all(&self, job: Job) {
+        let tasks = job.n.div_ceil(job.chunk);
+        loop {
+            let t = self.next.fetch_add(1, AcqRel);
+            if t >= tasks {
+                return;
+            }
+            // SAFETY: the submitter keeps `f` alive until this thread checks out.
+            let f = unsafe { &*job.f };
+            f(t * job.chunk, ((t + 1) * job.chunk).min(job.n));
+        }
+    }
+
+    fn work(&self) {
+        IN_JOB.with(|j| j.set(true));
+        let mut seen = 0u64;
+        loop {
+            let mut spins = 0u32;
+            loop {
+                let e = self.epoch.load(Acquire);
+                if e != seen {
+                    seen = e;
+                    break;
+                }
+                if spins < SPIN {
+                    spins += 1;
+                    std::hint::spin_loop();
+                } else {
+                    let mut g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+                    self.sleeping.fetch_add(1, SeqCst);
+                    while self.epoch.load(SeqCst) == seen {
+                        g = self.wake.wait(g).unwrap_or_else(|e| e.into_inner());
+                    }
+                    self.sleeping.fetch_sub(1, SeqCst);
+                    spins = 0;
+                }
+            }
+            let job = *self.job.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(job) = job {
+                let ok =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.claim_all(job)));
+                if ok.is_err() {
+                    self.panicked.store(true, SeqCst);
+                }
+            }
+            self.checked_out.fetch_add(1, AcqRel);
+        }
+    }
+
+    fn run(&self, n: usize, chunk: usize, f: &(dyn Fn(usize, usize) + Sync)) {
+        let Ok(_busy) = self.submit.try_lock() else {
+            return f(0, n);
+        };
+        if self.workers == 0 {
+            return f(0, n);
+        }
+        // SAFETY (lifetime erasure): `f` outlives this call, and this call returns only after
+        // every worker checked out of the job, i.e. stopped using `f`.
+        let f_static: &'static (dyn Fn(usize, usize) + Sync) = unsafe { std::mem::transmute(f) };
+        let job = Job {
+            f: f_static as *const _,
+            n,
+            chunk,
+        };
+        // Every worker checked out of the previous job (waited for below), so none reads these.
+        *self.job.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
+        self.next.store(0, SeqCst);
+        self.checked_out.store(0, SeqCst);
+        self.panicked.store(false, SeqCst);
+        self.epoch.fetch_add(1, SeqCst);
+        if self.sleeping.load(SeqCst) > 0 {
+            let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.wake.notify_all();
+        }
+        IN_JOB.with(|j| j.set(true));
+        let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.claim_all(job)));
+        IN_JOB.with(|j| j.set(false));
+        while self.checked_out.load(Acquire) < self.workers {
+            std::hint::spin_loop();
+        }
+        if let Err(p) = mine {
+            std::panic::resume_unwind(p);
+        }
+        if self.panicked.load(SeqCst) {
+            panic!("a CPU kernel panicked on a pool thread");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+    #[test]
+    fn ranges_cover_everything_once() {
+        for cap in [1usize, 2, 3, 64] {
+            for (n, min) in [
+                (0usize, 16usize),
+                (1, 16),
+                (15, 16),
+                (17, 16),
+                (1000, 16),
+                (49_153, 64),
+            ] {
+                let hits: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+                super::with_max_threads(cap, || {
+                    super::for_ranges(n, min, |r0, r1| {
+                        for h in &hits[r0..r1] {
+                            h.fetch_add(1, Relaxed);
+                        }
+                    })
+                });
+                assert!(
+                    hits.iter().all(|h| h.load(Relaxed) == 1),
+                    "n {n} min {min} cap {cap}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn jobs_from_many_threads_and_nested_jobs_complete() {
+        // Callers on several threads at once (one gets the pool, the others run inline) and a
+        // job inside a job (inline): every sum is exact.
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                s.spawn(move || {
+                    for round in 0..200u64 {
+                        let n = 1000 + (t * 37 + round) as usize % 500;
+                        let total = std::sync::atomic::AtomicU64::new(0);
+                        super::for_ranges(n, 8, |r0, r1| {
+                            let inner = std::sync::atomic::AtomicU64::new(0);
+                            super::for_ranges(r1 - r0, 4, |a, b| {
+                                inner.fetch_add(((r0 + a) as u64..(r0 + b) as u64).sum(), Relaxed);
+                            });
+                            total.fetch_add(inner.load(Relaxed), Relaxed);
+                        });
+                        assert_eq!(total.load(Relaxed), (n as u64 - 1) * n as u64 / 2);
+                    }
+                });
+            }
+        });
+    }
+}

@@ -1,0 +1,173 @@
+//! 8-bit activation blocks for the CPU's integer dot products (the scheme of llama.cpp's
+//! `block_q8_0` / `block_q8_1`, which its q4 × q8 dot products read).
+//!
+//! A row of `k` activations (`k % 32 == 0`) is cut into blocks of 32. Each block keeps
+//! - a scale `d = max|x| / 127` (0 for an all-zero block),
+//! - 32 signed codes `q = round(x · (1/d))` (f32, ties to even), so `|q| <= 127` and `x ≈ d·q`,
+//! - the exact f32 sum of the block's activations (LQ4's min term is `dmin·mn·Σx`: the exact sum
+//!   costs nothing and removes that term's rounding).
+//!
+//! # Order of the codes
+//! LQ4 packs weight `2j` of a group in the low nibble of byte `j` and weight `2j + 1` in its
+//! high nibble. The codes are stored in the order the nibbles come out of one SIMD load, so no
+//! kernel shuffles: blocks go in pairs `(2p, 2p + 1)` and a pair's 64 codes are stored as
+//! `[even of 2p | even of 2p+1 | odd of 2p | odd of 2p+1]` (16 codes each); an unpaired last
+//! block is stored `[even | odd]`. [`Q8Rows::code`] reads element `i` back in natural order.
+
+use crate::quant::GROUP;
+
+/// `m` rows of `k` activations as 8-bit blocks (see the module documentation).
+#[derive(Clone, Debug, Default)]
+pub struct Q8Rows {
+    /// Activations per row (a multiple of 32).
+    pub k: usize,
+    /// Rows.
+    pub m: usize,
+    /// Codes, `[m][k]`, in the paired order of the module documentation.
+    pub qs: Vec<i8>,
+    /// Block scales, `[m][k / 32]`.
+    pub d: Vec<f32>,
+    /// Exact block sums, `[m][k / 32]`.
+    pub sum: Vec<f32>,
+}
+
+/// Rounds `|r| <= 2²²` to the nearest integer, ties to even, without a libm call: adding and
+/// subtracting 1.5·2²³ leaves no fraction bits (`f32::round_ties_even` by definition).
+#[inline(always)]
+fn round_ties_even(r: f32) -> f32 {
+    const MAGIC: f32 = 12_582_912.0;
+    (r + MAGIC) - MAGIC
+}
+
+/// Where element `i` (`0..32`) of block `b` of a row with `blocks` blocks is stored, relative
+/// to the row's first code.
+#[inline]
+pub fn position(b: usize, blocks: usize, i: usize) -> usize {
+    let (half, parity) = (i / 2, i % 2);
+    if b + 1 == blocks && blocks % 2 == 1 {
+        b * GROUP + parity * 16 + half
+    } else {
+        (b / 2) * 2 * GROUP + parity * GROUP + (b % 2) * 16 + half
+    }
+}
+
+impl Q8Rows {
+    /// Quantizes `x` (`[m][k]`, `k % 32 == 0`) into these buffers, reusing their capacity.
+    pub fn quantize(&mut self, x: &[f32], m: usize, k: usize) {
+        debug_assert!(k.is_multiple_of(GROUP) && x.len() >= m * k);
+        let blocks = k / GROUP;
+        self.k = k;
+        self.m = m;
+        self.qs.clear();
+        self.qs.resize(m * k, 0);
+        self.d.clear();
+        self.d.resize(m * blocks, 0.0);
+        self.sum.clear();
+        self.sum.resize(m * blocks, 0.0);
+        for mi in 0..m {
+            let row = &x[mi * k..(mi + 1) * k];
+            let qs = &mut self.qs[mi * k..(mi + 1) * k];
+            for (b, xb) in row.chunks_exact(GROUP).enumerate() {
+                let amax = xb.iter().fold(0f32, |a, v| a.max(v.abs()));
+                let d = amax / 127.0;
+                let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+                let mut s = [0f32; 8];
+                for (i, &v) in xb.iter().enumerate() {
+                    qs[position(b, blocks, i)] = round_ties_even(v * id) as i8;
+                    s[i % 8] += v;
+                }
+                self.d[mi * blocks + b] = d;
+                self.sum[mi * blocks + b] =
+                    ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+            }
+        }
+    }
+
+    /// Code of element `i` (natural order) of row `mi`.
+    pub fn code(&self, mi: usize, i: usize) -> i8 {
+        let blocks = self.k / GROUP;
+        self.qs[mi * self.k + position(i / GROUP, blocks, i % GROUP)]
+    }
+
+    /// Row `mi`'s codes, scales and sums.
+    #[inline]
+    pub fn row(&self, mi: usize) -> Q8Row<'_> {
+        let blocks = self.k / GROUP;
+        Q8Row {
+            qs: &self.qs[mi * self.k..(mi + 1) * self.k],
+            d: &self.d[mi * blocks..(mi + 1) * blocks],
+            sum: &self.sum[mi * blocks..(mi + 1) * blocks],
+        }
+    }
+}
+
+/// One row of [`Q8Rows`].
+#[derive(Clone, Copy, Debug)]
+pub struct Q8Row<'a> {
+    /// `k` codes in paired order.
+    pub qs: &'a [i8],
+    /// `k / 32` scales.
+    pub d: &'a [f32],
+    /// `k / 32` exact sums.
+    pub sum: &'a [f32],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_a_permutation_and_codes_round_trip() {
+        for blocks in [1usize, 2, 3, 5, 18] {
+            let mut seen = vec![false; blocks * GROUP];
+            for b in 0..blocks {
+                for i in 0..GROUP {
+                    let p = position(b, blocks, i);
+                    assert!(!seen[p], "blocks {blocks}: position {p} used twice");
+                    seen[p] = true;
+                }
+            }
+            let k = blocks * GROUP;
+            let x: Vec<f32> = (0..2 * k)
+                .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 97.0)
+                .collect();
+            let mut q = Q8Rows::default();
+            q.quantize(&x, 2, k);
+            for mi in 0..2 {
+                for b in 0..blocks {
+                    let xb = &x[mi * k + b * GROUP..mi * k + (b + 1) * GROUP];
+                    let d = q.d[mi * blocks + b];
+                    let amax = xb.iter().fold(0f32, |a, v| a.max(v.abs()));
+                    assert_eq!(d, amax / 127.0);
+                    let sum: f64 = xb.iter().map(|&v| v as f64).sum();
+                    assert!((q.sum[mi * blocks + b] as f64 - sum).abs() < 1e-4);
+                    for (i, &v) in xb.iter().enumerate() {
+                        let c = q.code(mi, b * GROUP + i) as f32;
+                        // Round to nearest: within half a step (and a little f32 slack).
+                        assert!(
+                            (c * d - v).abs() <= 0.5 * d * (1.0 + 1e-5),
+                            "{v} -> {c}·{d}"
+                        );
+                        assert!(c.abs() <= 127.0);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rounding_is_ties_to_even() {
+        for r in [
+            -127.5f32, -2.5, -0.5, 0.49999997, 0.5, 1.5, 2.5, 126.5, 127.0, -3.7, 64.25,
+        ] {
+            assert_eq!(round_ties_even(r), r.round_ties_even(), "{r}");
+        }
+    }
+
+    #[test]
+    fn zero_block_has_zero_scale_and_codes() {
+        let mut q = Q8Rows::default();
+        q.quantize(&[0.0; 64], 1, 64);
+        assert!(q.d.iter().all(|&d| d == 0.0) && q.qs.iter().all(|&c| c == 0));
+    }
+}

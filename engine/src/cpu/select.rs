@@ -1,0 +1,96 @@
+//! Sampling's read of the logits on the CPU: the top `k` candidates in one pass over the
+//! vocabulary (a sorted buffer of `k`, touched only by values above its last), and the softmax
+//! normaliser with the vectorizable [`super::fast_exp`]. Same contract as the reference
+//! [`crate::kernels::topk::cpu`] (ties to the lower id, NaN and −∞ lowest), which sorts the
+//! whole vocabulary and is this function's oracle.
+
+use crate::backend::Selection;
+
+/// Top `k` of `logits` (`k <= logits.len()`) and, with `inv_temp`, `Σ exp((l − max)·inv_temp)`.
+pub fn select(logits: &[f32], k: usize, inv_temp: Option<f32>) -> Selection {
+    let key = |v: f32| if v >= f32::MIN { v } else { f32::MIN };
+    let k = k.min(logits.len());
+    let mut top: Vec<(u32, f32)> = Vec::with_capacity(k + 1);
+    for (i, &v) in logits.iter().enumerate() {
+        let v = key(v);
+        // A later id never beats an equal value already held (ties go to the lower id).
+        if top.len() == k && top.last().is_none_or(|&(_, last)| v <= last) {
+            continue;
+        }
+        let at = top.partition_point(|&(_, t)| t >= v);
+        top.insert(at, (i as u32, v));
+        top.truncate(k);
+    }
+    let sum_exp = inv_temp.map(|it| {
+        let mx = top.first().map_or(0.0, |t| t.1);
+        let mut total = 0f64;
+        for chunk in logits.chunks(256) {
+            let mut acc = [0f32; 8];
+            let c = chunk.chunks_exact(8);
+            let rest = c.remainder();
+            for x in c {
+                for j in 0..8 {
+                    // NaN and −∞ (below f32::MIN) contribute nothing, as in the reference.
+                    let v = x[j];
+                    acc[j] += if v >= f32::MIN {
+                        super::fast_exp((v - mx) * it)
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            let mut s: f64 = acc.iter().map(|&a| a as f64).sum();
+            for &v in rest {
+                if v >= f32::MIN {
+                    s += super::fast_exp((v - mx) * it) as f64;
+                }
+            }
+            total += s;
+        }
+        total
+    });
+    Selection { top, sum_exp }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::kernels::topk;
+    use crate::rng::Pcg32;
+
+    #[test]
+    fn equals_the_full_sort() {
+        let mut rng = Pcg32::new(3);
+        for (n, k) in [
+            (1usize, 1usize),
+            (7, 7),
+            (100, 1),
+            (1000, 40),
+            (49_155, 50),
+            (5, 3),
+        ] {
+            let mut l = rng.normal_vec(n, 3.0);
+            // Ties, NaN, infinities.
+            for i in (0..n).step_by(7) {
+                l[i] = 1.5;
+            }
+            if n > 10 {
+                l[3] = f32::NAN;
+                l[4] = f32::INFINITY;
+                l[5] = f32::NEG_INFINITY;
+                l[n - 1] = f32::NAN;
+            }
+            let want = topk::cpu(&l, k, Some(0.7));
+            let got = super::select(&l, k, Some(0.7));
+            assert_eq!(got.top.len(), want.top.len());
+            for (g, w) in got.top.iter().zip(&want.top) {
+                assert_eq!(g.0, w.0, "n {n} k {k}");
+                assert!(g.1 == w.1 || (g.1.is_nan() && w.1.is_nan()), "n {n} k {k}");
+            }
+            let (gs, ws) = (got.sum_exp.unwrap_or(0.0), want.sum_exp.unwrap_or(0.0));
+            assert!(
+                (gs - ws).abs() <= 1e-5 * ws.abs() || (gs.is_nan() && ws.is_nan()),
+                "n {n} k {k}: {gs} vs {ws}"
+            );
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Integer dot products of 4-bit weight rows with 8-bit activation rows, one implementation
+//! per instruction set behind one dispatch (the layout of candle-core's `quantized/` and
+//! llama.cpp's `ggml-cpu`): AVX2 + FMA (detected at run time), NEON (aarch64 baseline),
+//! `simd128` (wasm32 built with `+simd128`) and a portable scalar form, which is also the
+//! reference the others are tested against (`cargo test -p lorekeeper-engine simd`).
+//!
+//! For an LQ4 row (`w = d·sc·q − dmin·mn` per group of 32, see [`crate::quant`]) and a
+//! [`Q8Row`] (`x ≈ dx·qx` per block of 32, exact block sums `Σx`), every function returns
+//! `(Σ_g sc_g·dx_g·Σ_i q_i·qx_i, Σ_g mn_g·Σx_g)`; the row's result is `d·first − dmin·second`.
+//! The inner products are exact in integers (at most 32·15·127 per group), so the ISAs differ
+//! from the scalar form only in the order of f32 additions.
+
+use super::q8::Q8Row;
+
+pub mod scalar;
+
+#[cfg(target_arch = "x86_64")]
+pub mod avx2;
+#[cfg(target_arch = "aarch64")]
+pub mod neon;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub mod simd128;
+
+#[cfg(target_endian = "big")]
+compile_error!("the CPU kernels read LQ4 words as little-endian bytes");
+
+/// One LQ4 row as bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Lq4Row<'a> {
+    /// `K / 2` bytes: byte `j` of group `g` holds weight `32g + 2j` in its low nibble and
+    /// `32g + 2j + 1` in its high nibble.
+    pub codes: &'a [u8],
+    /// `2·K / 32` bytes: `(sub-scale, sub-min)` per group.
+    pub subs: &'a [u8],
+}
+
+/// An instruction set the dot products are written for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    /// Portable Rust (the reference).
+    Scalar,
+    /// x86-64 AVX2 with FMA.
+    Avx2,
+    /// aarch64 NEON.
+    Neon,
+    /// WebAssembly 128-bit SIMD.
+    Simd128,
+}
+
+impl Isa {
+    /// The fastest implementation this machine (or this wasm build) runs, detected once.
+    pub fn best() -> Isa {
+        static BEST: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
+        *BEST.get_or_init(|| *Isa::available().last().unwrap_or(&Isa::Scalar))
+    }
+
+    /// Every implementation that can run here, slowest first (tests run them all).
+    pub fn available() -> Vec<Isa> {
+        #[allow(unused_mut)]
+        let mut v = vec![Isa::Scalar];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            v.push(Isa::Avx2);
+        }
+        #[cfg(target_arch = "aarch64")]
+        v.push(Isa::Neon);
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        v.push(Isa::Simd128);
+        v
+    }
+
+    /// Short name for reports: `avx2`, `neon`, `simd128`, `scalar`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+            Isa::Neon => "neon",
+            Isa::Simd128 => "simd128",
+        }
+    }
+}
+
+/// `(Σ_g sc_g·dx_g·Σ_i q_i·qx_i, Σ_g mn_g·Σx_g)` for one row (see the module documentation).
+/// `scratch` must hold at least `K / 32` floats. An `isa` not in [`Isa::available`] runs the
+/// scalar form.
+#[inline]
+pub fn lq4_q8(isa: Isa, w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
+    let groups = x.d.len();
+    // An internal invariant (callers slice one validated matrix and one `Q8Rows`), checked
+    // because the SIMD forms read through raw pointers.
+    assert!(
+        w.codes.len() == 16 * groups
+            && w.subs.len() == 2 * groups
+            && x.qs.len() == 32 * groups
+            && x.sum.len() == groups
+            && scratch.len() >= groups,
+        "lq4_q8: row slices disagree on the group count {groups}"
+    );
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma") =>
+        {
+            // SAFETY: AVX2 and FMA were detected at run time; the lengths are checked above.
+            unsafe { avx2::lq4_q8(w, x, scratch) }
+        }
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => neon::lq4_q8(w, x, scratch),
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Isa::Simd128 => simd128::lq4_q8(w, x, scratch),
+        _ => scalar::lq4_q8(w, x),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::q8::Q8Rows;
+    use crate::quant::Q4Matrix;
+    use crate::rng::Pcg32;
+
+    /// Every available ISA against the scalar form and against an f64 evaluation of the same
+    /// integer codes, on group counts that are odd, even, below and above the 8-group vector
+    /// width of the scale pre-pass.
+    #[test]
+    fn every_isa_matches_the_scalar_form() {
+        let mut rng = Pcg32::new(7);
+        for groups in [1usize, 2, 3, 7, 8, 9, 17, 18, 48, 49] {
+            let (rows, k) = (5, 32 * groups);
+            let wf = rng.normal_vec(rows * k, 0.05);
+            let w = Q4Matrix::quantize("w", rows, k, &wf).expect("quantize");
+            let xf = rng.normal_vec(k, 1.0);
+            let mut xq = Q8Rows::default();
+            xq.quantize(&xf, 1, k);
+            let bytes: &[u8] = bytemuck::cast_slice(&w.data);
+            let sm = 4 * w.sm_offset();
+            let mut scratch = vec![0f32; groups];
+            for r in 0..rows {
+                let row = Lq4Row {
+                    codes: &bytes[r * k / 2..(r + 1) * k / 2],
+                    subs: &bytes[sm + r * 2 * groups..sm + (r + 1) * 2 * groups],
+                };
+                // f64 oracle over the same integers; f32 accumulation over G terms errs by at
+                // most ~G·2⁻²⁴ of the terms' absolute sum, bounded here by 1e-5 of it.
+                let (mut want_q, mut want_m, mut abs_q, mut abs_m) = (0f64, 0f64, 0f64, 0f64);
+                for g in 0..groups {
+                    let (sc, mn) = w.sub(r, g);
+                    let mut isum = 0i64;
+                    for i in 0..32 {
+                        isum += w.code(r, 32 * g + i) as i64 * xq.code(0, 32 * g + i) as i64;
+                    }
+                    let (tq, tm) = (
+                        sc as f64 * xq.d[g] as f64 * isum as f64,
+                        mn as f64 * xq.sum[g] as f64,
+                    );
+                    (want_q, want_m, abs_q, abs_m) =
+                        (want_q + tq, want_m + tm, abs_q + tq.abs(), abs_m + tm.abs());
+                }
+                for isa in Isa::available() {
+                    let (q, m) = lq4_q8(isa, row, xq.row(0), &mut scratch);
+                    assert!(
+                        (q as f64 - want_q).abs() <= 1e-5 * abs_q
+                            && (m as f64 - want_m).abs() <= 1e-5 * abs_m,
+                        "{} groups {groups} row {r}: ({q}, {m}) vs f64 ({want_q}, {want_m})",
+                        isa.name()
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! aarch64 NEON form of the LQ4 × Q8 row dot product (NEON is part of the aarch64 baseline).
+//!
+//! One group per step: the 16 code bytes split into low nibbles (even weights) and high
+//! nibbles (odd weights), widened products `vmull_s8`/`vmlal_s8` into i16 (at most 4·15·127
+//! per lane) and one widening horizontal add per group.
+
+use std::arch::aarch64::*;
+
+use super::Lq4Row;
+use crate::cpu::q8::Q8Row;
+
+/// See [`super::lq4_q8`]. Lengths as in [`super::avx2::lq4_q8`]; checked by the dispatch.
+pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
+    let groups = x.d.len();
+    let mut acc_m = 0f32;
+    for g in 0..groups {
+        scratch[g] = w.subs[2 * g] as f32 * x.d[g];
+        acc_m += w.subs[2 * g + 1] as f32 * x.sum[g];
+    }
+    let mut acc_q = 0f32;
+    for g in 0..groups {
+        let (xe, xo) = super::scalar::q8_halves(x.qs, g, groups);
+        let codes = &w.codes[16 * g..16 * g + 16];
+        // SAFETY: each load reads 16 bytes from a slice of exactly 16 bytes.
+        let isum = unsafe {
+            let v = vld1q_u8(codes.as_ptr());
+            let lo = vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0F)));
+            let hi = vreinterpretq_s8_u8(vshrq_n_u8::<4>(v));
+            let xe = vld1q_s8(xe.as_ptr());
+            let xo = vld1q_s8(xo.as_ptr());
+            let mut p = vmull_s8(vget_low_s8(lo), vget_low_s8(xe));
+            p = vmlal_s8(p, vget_high_s8(lo), vget_high_s8(xe));
+            p = vmlal_s8(p, vget_low_s8(hi), vget_low_s8(xo));
+            p = vmlal_s8(p, vget_high_s8(hi), vget_high_s8(xo));
+            vaddlvq_s16(p)
+        };
+        acc_q += scratch[g] * isum as f32;
+    }
+    (acc_q, acc_m)
+}

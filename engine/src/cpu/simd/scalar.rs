@@ -1,0 +1,35 @@
+//! The portable form of the LQ4 × Q8 row dot product: the reference every SIMD form is tested
+//! against, and what runs where no SIMD form exists.
+
+use super::Lq4Row;
+use crate::cpu::q8::Q8Row;
+
+/// See [`super::lq4_q8`].
+pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>) -> (f32, f32) {
+    let groups = x.d.len();
+    let (mut acc_q, mut acc_m) = (0f32, 0f32);
+    for g in 0..groups {
+        let (lo_x, hi_x) = q8_halves(x.qs, g, groups);
+        let codes = &w.codes[16 * g..16 * g + 16];
+        let mut isum = 0i32;
+        for j in 0..16 {
+            let c = codes[j];
+            isum += (c & 0xF) as i32 * lo_x[j] as i32 + (c >> 4) as i32 * hi_x[j] as i32;
+        }
+        let (sc, mn) = (w.subs[2 * g] as f32, w.subs[2 * g + 1] as f32);
+        acc_q += sc * x.d[g] * isum as f32;
+        acc_m += mn * x.sum[g];
+    }
+    (acc_q, acc_m)
+}
+
+/// The 16 even-element and 16 odd-element codes of block `g` (see [`crate::cpu::q8`]).
+#[inline]
+pub(crate) fn q8_halves(qs: &[i8], g: usize, groups: usize) -> (&[i8], &[i8]) {
+    if g + 1 == groups && groups % 2 == 1 {
+        (&qs[32 * g..32 * g + 16], &qs[32 * g + 16..32 * g + 32])
+    } else {
+        let base = 64 * (g / 2) + 16 * (g % 2);
+        (&qs[base..base + 16], &qs[base + 32..base + 48])
+    }
+}

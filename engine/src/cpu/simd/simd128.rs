@@ -1,0 +1,57 @@
+//! WebAssembly `simd128` form of the LQ4 × Q8 row dot product (the page's build enables
+//! `+simd128`, which every current browser runs).
+//!
+//! One group per step: low and high nibbles of the 16 code bytes and the matching activation
+//! halves are widened to i16 and multiplied pairwise into i32 lanes by `i32x4.dot_i16x8_s`;
+//! each group's i32 lanes are scaled by `sc·dx` into an f32x4 accumulator.
+
+use core::arch::wasm32::*;
+
+use super::Lq4Row;
+use crate::cpu::q8::Q8Row;
+
+/// See [`super::lq4_q8`]. Lengths as in [`super::avx2::lq4_q8`]; checked by the dispatch.
+pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
+    let groups = x.d.len();
+    let mut acc_m = 0f32;
+    for g in 0..groups {
+        scratch[g] = w.subs[2 * g] as f32 * x.d[g];
+        acc_m += w.subs[2 * g + 1] as f32 * x.sum[g];
+    }
+    let mask = u8x16_splat(0x0F);
+    let mut acc = f32x4_splat(0.0);
+    for g in 0..groups {
+        let (xe, xo) = super::scalar::q8_halves(x.qs, g, groups);
+        let codes = &w.codes[16 * g..16 * g + 16];
+        // SAFETY: each load reads 16 bytes from a slice of exactly 16 bytes (no alignment
+        // is required of v128.load).
+        let (v, xe, xo) = unsafe {
+            (
+                v128_load(codes.as_ptr() as *const v128),
+                v128_load(xe.as_ptr() as *const v128),
+                v128_load(xo.as_ptr() as *const v128),
+            )
+        };
+        let lo = v128_and(v, mask);
+        let hi = u8x16_shr(v, 4);
+        let s = i32x4_add(
+            i32x4_add(
+                i32x4_dot_i16x8(u16x8_extend_low_u8x16(lo), i16x8_extend_low_i8x16(xe)),
+                i32x4_dot_i16x8(u16x8_extend_high_u8x16(lo), i16x8_extend_high_i8x16(xe)),
+            ),
+            i32x4_add(
+                i32x4_dot_i16x8(u16x8_extend_low_u8x16(hi), i16x8_extend_low_i8x16(xo)),
+                i32x4_dot_i16x8(u16x8_extend_high_u8x16(hi), i16x8_extend_high_i8x16(xo)),
+            ),
+        );
+        acc = f32x4_add(
+            acc,
+            f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(scratch[g])),
+        );
+    }
+    let acc_q = f32x4_extract_lane::<0>(acc)
+        + f32x4_extract_lane::<1>(acc)
+        + f32x4_extract_lane::<2>(acc)
+        + f32x4_extract_lane::<3>(acc);
+    (acc_q, acc_m)
+}
