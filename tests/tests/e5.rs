@@ -133,6 +133,8 @@ fn check<B: Backend>(b: &B) {
     assert!(e.spec.windowed);
     let (mut worst_f32, mut worst_q8, mut worst_lib) = (1f64, 1f64, 1f64);
     let mut windows = 0;
+    // Each passage's embedding, one by one, for the packed check below.
+    let mut singles: Vec<Vec<f32>> = Vec::new();
     for c in cases() {
         let prefix = if c.is_query { "query: " } else { "passage: " };
         let ids = e
@@ -177,6 +179,9 @@ fn check<B: Backend>(b: &B) {
         worst_f32 = worst_f32.min(cf);
         worst_q8 = worst_q8.min(cq);
         worst_lib = worst_lib.min(cl);
+        if !c.is_query {
+            singles.push(got);
+        }
     }
     assert!(windows >= 2, "the fixture has no text needing two windows");
     // The passages again, packed: several windows per pass (a 3-window passage spans passes).
@@ -187,8 +192,8 @@ fn check<B: Backend>(b: &B) {
     let packed = pollster::block_on(e.embed_passages(b, &texts)).expect("packed");
     assert_eq!(packed.len(), texts.len());
     let mut worst_gap = 0f32;
-    for (c, v) in passages.iter().zip(&packed) {
-        let single = pollster::block_on(e.embed_passage(b, &c.text)).expect("single");
+    assert_eq!(singles.len(), passages.len());
+    for ((c, v), single) in passages.iter().zip(&packed).zip(&singles) {
         let gap = PACKED_TOL
             .check(&single.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(), v)
             .unwrap_or_else(|m| {

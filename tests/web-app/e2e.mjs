@@ -94,11 +94,13 @@ function sameRounds(name, got) {
   check(name, same && got.length > 0, detail);
 }
 
-// 1. WebGPU: load with progress, answer, evidence, inert markup.
+// 1. WebGPU (forced with ?backend=gpu: on SwiftShader the automatic choice is the CPU): load
+//    with progress, answer, evidence, inert markup.
+const gpuUrl = `${url}?backend=gpu`;
 {
   const browser = await launch(true);
   const { context, page } = await newPage(browser);
-  await page.goto(url);
+  await page.goto(gpuUrl);
 
   // A throttled copy of the bundle, to see the download in progress.
   await loadBundle(page, 'tiny-slow');
@@ -117,6 +119,8 @@ function sameRounds(name, got) {
   check('download progress reaches 100 %', pct === 100, `progress ${pct}`);
   const loaded = await page.textContent('#loaded');
   check('the loaded bundle is described', /passages/.test(loaded), loaded);
+  const runsOn = await page.textContent('#runs-on');
+  check('?backend=gpu runs on the WebGPU adapter and says so', /swiftshader/i.test(runsOn) && /backend=gpu/.test(runsOn), runsOn);
 
   await setSettings(page);
   const turn = await ask(page, question);
@@ -170,7 +174,7 @@ function sameRounds(name, got) {
   //    bundle from the cache.
   {
     const { context: c2, page: p2 } = await newPage(browser);
-    await p2.goto(url);
+    await p2.goto(gpuUrl);
     await loadBundle(p2, 'tiny');
     await p2.waitForSelector('#phase.ready', { timeout: LONG });
     await setSettings(p2);
@@ -214,15 +218,43 @@ function sameRounds(name, got) {
   await browser.close();
 }
 
-// 7. A browser without WebGPU.
+// 7. The automatic choice: SwiftShader is a software adapter, so the page runs the CPU path
+//    (wasm SIMD) and answers with the native engine's tokens; a browser without WebGPU does
+//    the same.
+{
+  const browser = await launch(true);
+  const { context, page } = await newPage(browser);
+  await page.goto(url);
+  await loadBundle(page, 'tiny');
+  await page.waitForSelector('#phase.ready', { timeout: LONG });
+  const runsOn = await page.textContent('#runs-on');
+  check('with only a software adapter the page runs on the CPU path and says why',
+    /^Runs on: cpu \(simd128, \d+ threads?\)/.test(runsOn) && /software adapter/.test(runsOn), runsOn);
+  await setSettings(page);
+  sameRounds('the CPU path in the page answers with the native engine\'s tokens', await rawRounds(await ask(page, question)));
+  await shot(page, 'answer-cpu');
+  await context.close();
+  await browser.close();
+}
 {
   const browser = await launch(false);
   const { context, page } = await newPage(browser);
   await page.goto(url);
   await loadBundle(page, 'tiny');
+  await page.waitForSelector('#phase.ready, #load-error', { timeout: LONG });
+  const runsOn = (await page.$('#runs-on')) ? await page.textContent('#runs-on') : await page.textContent('#load-error');
+  check('without WebGPU the page loads on the CPU path', /^Runs on: cpu \(simd128/.test(runsOn) && /no GPU adapter/.test(runsOn), runsOn);
+  await context.close();
+  await browser.close();
+}
+{
+  const browser = await launch(false);
+  const { context, page } = await newPage(browser);
+  await page.goto(gpuUrl);
+  await loadBundle(page, 'tiny');
   await page.waitForSelector('#load-error', { timeout: 120_000 });
   const err = await page.textContent('#load-error');
-  check('without WebGPU the page says so plainly', /can't run Lorekeeper/.test(err) && /WebGPU/.test(err), err);
+  check('?backend=gpu without WebGPU says so plainly', /can't run Lorekeeper/.test(err) && /WebGPU/.test(err), err);
   await shot(page, 'error-no-webgpu');
   await context.close();
   await browser.close();

@@ -20,7 +20,9 @@ trap cleanup EXIT
 question="What did the visitor leave in the logbook?"
 
 echo "== web app: native binaries and the tiny bundle =="
-cargo build --quiet -p index-builder -p lorekeeper-app --bin index-builder --bin lorekeeper
+# The test profile and the whole workspace's features: the binaries the native tests already
+# built (a package-only build would resolve other features and recompile wgpu and the engine).
+cargo build --quiet --profile test --workspace --bins
 bin=target/debug
 "$bin/index-builder" model --base tests/fixtures/qwen3-lora/base --quant f32 --out "$work/tiny" >/dev/null
 "$bin/index-builder" index --corpus tests/web-app/corpus.md --out "$work/tiny" >/dev/null

@@ -19,7 +19,8 @@ use web_sys::{MessageEvent, Worker, WorkerOptions, WorkerType};
 
 use crate::format::RateMeter;
 use crate::protocol::{
-    decode, encode, parse_catalog, Catalog, CatalogEntry, FailKind, FromWorker, Settings, ToWorker,
+    decode, encode, parse_catalog, BackendChoice, Catalog, CatalogEntry, FailKind, FromWorker,
+    Settings, ToWorker,
 };
 use crate::web;
 
@@ -147,6 +148,14 @@ pub struct EngineHandle {
 const LAST_BUNDLE_KEY: &str = "lorekeeper.last-bundle";
 const SETTINGS_KEY: &str = "lorekeeper.settings";
 
+/// The page's backend setting: `?backend=cpu` or `?backend=gpu` in its address (auto without).
+fn backend_choice() -> BackendChoice {
+    web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .map(|s| BackendChoice::from_query(&s))
+        .unwrap_or_default()
+}
+
 fn storage() -> Option<web_sys::Storage> {
     web_sys::window()?.local_storage().ok().flatten()
 }
@@ -252,7 +261,10 @@ impl AppState {
         self.progress.set(None);
         self.loaded.set(None);
         self.meter.set_value(RateMeter::default());
-        self.send(ToWorker::Load { bundle: b });
+        self.send(ToWorker::Load {
+            bundle: b,
+            backend: backend_choice(),
+        });
     }
 
     /// Cancels a download or load: the worker is replaced.
@@ -421,7 +433,10 @@ impl AppState {
                 self.restart_engine();
                 if let Some(b) = self.bundle.get_untracked() {
                     self.phase.set(Phase::Checking);
-                    self.send(ToWorker::Load { bundle: b });
+                    self.send(ToWorker::Load {
+                        bundle: b,
+                        backend: backend_choice(),
+                    });
                 }
             }
             FailKind::Question | FailKind::Busy | FailKind::Internal

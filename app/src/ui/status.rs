@@ -52,8 +52,10 @@ pub fn Status() -> impl IntoView {
             };
             view! {
                 <ul class="checks">
-                    <li class="ok">"WebGPU: "{c.adapter.clone()}</li>
-                    <li class="ok">{format!("GPU limits: largest binding {} needed, {} allowed", bytes(c.binding.0), bytes(c.binding.1))}</li>
+                    <li class="ok" id="backend-line">"Runs on: "{c.adapter.clone()}</li>
+                    {(c.binding.1 > 0).then(|| view! {
+                        <li class="ok">{format!("GPU limits: largest binding {} needed, {} allowed", bytes(c.binding.0), bytes(c.binding.1))}</li>
+                    })}
                     <li class="ok">{format!("Bundle: {} ({} already here); {storage}", bytes(c.bundle_bytes), bytes(c.cached_bytes))}</li>
                 </ul>
             }
@@ -62,7 +64,7 @@ pub fn Status() -> impl IntoView {
     let body = move || {
         match st.phase.get() {
         Phase::Idle => view! { <p class="muted">"Pick a story bundle and press Load. It is downloaded once, checked, and kept in this browser; after that, questions need no network."</p> }.into_any(),
-        Phase::Checking => view! { <p id="phase">"Checking WebGPU, the GPU's limits and storage…"</p> }.into_any(),
+        Phase::Checking => view! { <p id="phase">"Choosing where the model runs (CPU or GPU), checking storage…"</p> }.into_any(),
         Phase::Downloading => view! {
             <p id="phase">"Downloading and verifying the bundle…"</p>
             {check}
@@ -86,7 +88,7 @@ pub fn Status() -> impl IntoView {
                             l.embedder.map(|e| format!("{e} query embedder")).unwrap_or_else(|| "BM25 + entity graph".into()),
                             l.seconds, if l.all_cached { " from this browser's cache (no download)" } else { "" })}
                     </p>
-                    <p class="muted">"GPU: "{l.adapter}</p>
+                    <p class="muted" id="runs-on">"Runs on: "{l.adapter}</p>
                 })}
             }.into_any()
         }

@@ -6,11 +6,12 @@ use std::rc::Rc;
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use lorekeeper_engine::bundle::{verify_shard, Manifest, ShardEntry, MANIFEST_FILE};
-use lorekeeper_engine::{EngineError, GpuContext, Requirements};
+use lorekeeper_engine::choose::{decide, Decision};
+use lorekeeper_engine::{Backend, CpuBackend, EngineError, GpuContext, Requirements};
 use web_sys::Cache;
 
-use super::{base_config, fail, post, CONTEXT};
-use crate::protocol::{CatalogEntry, FailKind, FromWorker};
+use super::{base_config, fail, post, Engine, CONTEXT};
+use crate::protocol::{BackendChoice, CatalogEntry, FailKind, FromWorker};
 use crate::web;
 use lorekeeper_engine::answer::session::Session;
 
@@ -21,15 +22,19 @@ const PROGRESS_MS: f64 = 100.0;
 
 /// A loaded bundle.
 pub(super) struct Loaded {
-    pub gpu: Rc<GpuContext>,
-    pub session: Session<GpuContext>,
+    pub engine: Engine,
+    /// Where it runs and why (the backend choice), for the page.
+    pub backend: String,
     pub all_cached: bool,
     pub note: Option<String>,
 }
 
-const NO_WEBGPU: &str = "This browser does not offer WebGPU, which Lorekeeper needs to run the \
-language model on your graphics card. Use a current Chrome, Edge or Safari, or Firefox with WebGPU \
-enabled, and check that hardware acceleration is on in the browser's settings.";
+const NO_WEBGPU: &str = "This browser does not offer WebGPU, which the page's `?backend=gpu` \
+setting asks for. Use a current Chrome, Edge or Safari, or Firefox with WebGPU enabled, and check \
+that hardware acceleration is on in the browser's settings; or drop the setting to run on the CPU.";
+
+/// The GEMV shape the automatic choice times on a hardware adapter (as the CLI's).
+const CALIBRATION: (usize, usize) = (2048, 2048);
 
 /// What the GPU must offer for this bundle: the kernels' needs, and the manifest's largest
 /// binding and buffer when they are larger.
@@ -177,11 +182,10 @@ async fn download(url: &str, e: &ShardEntry, p: &Progress) -> Result<Vec<u8>, Fr
 }
 
 /// Check, download, verify, load.
-pub(super) async fn load_bundle(entry: &CatalogEntry) -> Result<Loaded, FromWorker> {
-    // 1. WebGPU at all?
-    if !web::has_webgpu() {
-        return Err(fail(FailKind::NoWebGpu, NO_WEBGPU));
-    }
+pub(super) async fn load_bundle(
+    entry: &CatalogEntry,
+    backend: BackendChoice,
+) -> Result<Loaded, FromWorker> {
     let base = entry.base();
     let (cache, cache_note) = match web::open_cache().await {
         Ok(c) => (Some(c), None),
@@ -192,21 +196,52 @@ pub(super) async fn load_bundle(entry: &CatalogEntry) -> Result<Loaded, FromWork
             )),
         ),
     };
-    // 2. The manifest, then the adapter against its needs.
+    // 1. The manifest.
     let (manifest, manifest_url) = manifest(&base, cache.as_ref()).await?;
-    let gpu = GpuContext::new(requirements(&manifest))
-        .await
-        .map_err(|e| match e {
-            EngineError::NoAdapter(_) => fail(
-                FailKind::NoWebGpu,
-                format!("{NO_WEBGPU} (The browser said: {e}.)"),
-            ),
-            EngineError::AdapterLimits { .. } => fail(
-                FailKind::Limits,
-                format!("Your GPU cannot run this bundle. {e}"),
-            ),
-            other => fail(FailKind::Internal, other.to_string()),
-        })?;
+    // 2. The backend: the CPU path unless a hardware WebGPU adapter measures faster (or the
+    //    page's setting forces one).
+    let gpu = if backend == BackendChoice::Cpu {
+        None
+    } else if !web::has_webgpu() {
+        if backend == BackendChoice::Gpu {
+            return Err(fail(FailKind::NoWebGpu, NO_WEBGPU));
+        }
+        None
+    } else {
+        match GpuContext::new(requirements(&manifest)).await {
+            Ok(g) => Some(g),
+            Err(e) if backend == BackendChoice::Gpu => {
+                return Err(match e {
+                    EngineError::NoAdapter(_) => fail(
+                        FailKind::NoWebGpu,
+                        format!("{NO_WEBGPU} (The browser said: {e}.)"),
+                    ),
+                    EngineError::AdapterLimits { .. } => fail(
+                        FailKind::Limits,
+                        format!("Your GPU cannot run this bundle. {e}"),
+                    ),
+                    other => fail(FailKind::Internal, other.to_string()),
+                })
+            }
+            // Auto: no usable adapter means the CPU path.
+            Err(_) => None,
+        }
+    };
+    let cpu_name = CpuBackend.describe();
+    let (gpu, backend_line) = match backend {
+        BackendChoice::Cpu => (None, format!("{cpu_name} (set by ?backend=cpu)")),
+        BackendChoice::Gpu => {
+            let line = gpu
+                .as_ref()
+                .map(|g| format!("{} (set by ?backend=gpu)", g.adapter_description()))
+                .unwrap_or_default();
+            (gpu, line)
+        }
+        BackendChoice::Auto => match decide(gpu.as_ref(), CALIBRATION.0, CALIBRATION.1).await {
+            Decision::Gpu(why) => (gpu, why),
+            Decision::Cpu(why) => (None, why),
+        },
+    };
     let binding_needed = manifest
         .model
         .as_ref()
@@ -251,9 +286,13 @@ pub(super) async fn load_bundle(entry: &CatalogEntry) -> Result<Loaded, FromWork
         }
     }
     post(&FromWorker::Checked {
-        adapter: gpu.adapter_description(),
+        adapter: backend_line.clone(),
         binding_needed,
-        binding_limit: gpu.limits().max_storage_buffer_binding_size as u64,
+        // The CPU path has no binding limit (0: the page shows no GPU line).
+        binding_limit: gpu
+            .as_ref()
+            .map(|g| g.limits().max_storage_buffer_binding_size)
+            .unwrap_or(0),
         bundle_bytes: total,
         cached_bytes,
         storage_free: free,
@@ -301,18 +340,28 @@ pub(super) async fn load_bundle(entry: &CatalogEntry) -> Result<Loaded, FromWork
         }
     }
     // 6. The session (verifies every shard again as it takes it, then uploads the weights).
-    let session = Session::from_files(&gpu, &base, manifest, files, base_config(), CONTEXT)
-        .map_err(|e| {
-            let kind = if matches!(e, EngineError::DeviceLost(_)) {
-                FailKind::DeviceLost
-            } else {
-                FailKind::Load
-            };
-            fail(kind, e.to_string())
-        })?;
+    let load_err = |e: EngineError| {
+        let kind = if matches!(e, EngineError::DeviceLost(_)) {
+            FailKind::DeviceLost
+        } else {
+            FailKind::Load
+        };
+        fail(kind, e.to_string())
+    };
+    let engine = match gpu {
+        Some(gpu) => {
+            let session = Session::from_files(&gpu, &base, manifest, files, base_config(), CONTEXT)
+                .map_err(load_err)?;
+            Engine::Gpu(Rc::new(gpu), Box::new(session))
+        }
+        None => Engine::Cpu(Box::new(
+            Session::from_files(&CpuBackend, &base, manifest, files, base_config(), CONTEXT)
+                .map_err(load_err)?,
+        )),
+    };
     Ok(Loaded {
-        gpu: Rc::new(gpu),
-        session,
+        engine,
+        backend: backend_line,
         all_cached: need == 0,
         note,
     })

@@ -1,10 +1,12 @@
-//! The engine's dedicated Web Worker. It owns the GPU device, the bundle and the session, and
-//! answers the page's [`ToWorker`] messages with [`FromWorker`] ones:
+//! The engine's dedicated Web Worker. It owns the backend (the GPU device or the CPU path), the
+//! bundle and the session, and answers the page's [`ToWorker`] messages with [`FromWorker`]
+//! ones:
 //!
-//! 1. `load`: capability check (WebGPU present, adapter limits against the manifest's needs,
-//!    storage quota against what must be downloaded), then every shard from the cache or the
-//!    network (three at a time, streamed with progress), each checked against the manifest's
-//!    length and sha256 before it is kept; the verified bundle loads into an engine session.
+//! 1. `load`: the backend (auto: the CPU path with wasm SIMD, unless a hardware WebGPU adapter
+//!    measures faster; SwiftShader never wins), storage quota against what must be downloaded,
+//!    then every shard from the cache or the network (three at a time, streamed with progress),
+//!    each checked against the manifest's length and sha256 before it is kept; the verified
+//!    bundle loads into an engine session.
 //! 2. `ask`: retrieval and generation, raw output streamed as `token` messages; `stop` ends
 //!    the generation between two tokens (readbacks yield to the event loop, so the message is
 //!    seen).
@@ -19,12 +21,14 @@ use std::rc::Rc;
 use lorekeeper_engine::answer::session::Session;
 use lorekeeper_engine::answer::AskConfig;
 use lorekeeper_engine::retrieval::Sources;
-use lorekeeper_engine::{CpuBackend, EngineError, GpuContext};
+use lorekeeper_engine::{Backend, CpuBackend, EngineError, GpuContext};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
-use crate::protocol::{decode, encode, CatalogEntry, FailKind, FromWorker, Settings, ToWorker};
+use crate::protocol::{
+    decode, encode, BackendChoice, CatalogEntry, FailKind, FromWorker, Settings, ToWorker,
+};
 use crate::web;
 
 /// KV-cache positions per session (prompt + answer); ASA's 10000-token context is capped here.
@@ -45,12 +49,20 @@ fn fail(kind: FailKind, message: impl Into<String>) -> FromWorker {
     }
 }
 
+/// The loaded session on the backend that runs it.
+pub(crate) enum Engine {
+    /// WebGPU.
+    Gpu(Rc<GpuContext>, Box<Session<GpuContext>>),
+    /// The CPU path (wasm SIMD).
+    Cpu(Box<Session<CpuBackend>>),
+}
+
 #[derive(Default)]
 struct State {
     busy: Cell<bool>,
     stop: Cell<bool>,
     gpu: RefCell<Option<Rc<GpuContext>>>,
-    session: RefCell<Option<Session<GpuContext>>>,
+    engine: RefCell<Option<Engine>>,
 }
 
 /// Marks the worker busy for as long as it lives.
@@ -93,8 +105,8 @@ pub fn start() {
                     g.device().destroy();
                 }
             }
-            Ok(ToWorker::Load { bundle }) => match Busy::take(&st) {
-                Some(b) => wasm_bindgen_futures::spawn_local(load(b, bundle)),
+            Ok(ToWorker::Load { bundle, backend }) => match Busy::take(&st) {
+                Some(b) => wasm_bindgen_futures::spawn_local(load(b, bundle, backend)),
                 None => post(&fail(
                     FailKind::Busy,
                     "the worker is busy; wait or press Stop",
@@ -134,34 +146,30 @@ async fn ask(busy: Busy, question: String, settings: Settings) {
         post(&fail(FailKind::Question, e));
         return;
     }
-    let Some(gpu) = st.gpu.borrow().clone() else {
-        post(&fail(FailKind::Load, "no bundle is loaded yet"));
-        return;
-    };
-    // The session leaves its cell while it works (the busy flag keeps others out) and goes
+    // The engine leaves its cell while it works (the busy flag keeps others out) and goes
     // back when the answer is done.
-    let Some(mut sess) = st.session.borrow_mut().take() else {
+    let Some(mut engine) = st.engine.borrow_mut().take() else {
         post(&fail(FailKind::Load, "no bundle is loaded yet"));
         return;
     };
-    settings.apply(&mut sess.cfg);
-    let stop = st.clone();
-    let r = sess
-        .ask(&gpu, &question, |piece| {
-            post(&FromWorker::Token {
-                text: piece.to_string(),
-            });
-            !stop.stop.get()
-        })
-        .await;
-    *st.session.borrow_mut() = Some(sess);
+    let r = match &mut engine {
+        Engine::Gpu(gpu, sess) => answer(&**gpu, sess, &question, &settings, &st).await,
+        Engine::Cpu(sess) => answer(&CpuBackend, sess, &question, &settings, &st).await,
+    };
+    let gpu = match &engine {
+        Engine::Gpu(gpu, _) => Some(gpu.clone()),
+        Engine::Cpu(_) => None,
+    };
+    *st.engine.borrow_mut() = Some(engine);
     // A lost device does not fail the reads that follow it: WebGPU maps succeed (with zeros)
     // and only `device.lost` says what happened, a moment later. So an answer is posted only
     // once the device is known to have survived it.
-    web::sleep_ms(50).await;
-    if let Err(lost @ EngineError::DeviceLost(_)) = gpu.check_errors() {
-        post(&fail(FailKind::DeviceLost, lost.to_string()));
-        return;
+    if let Some(gpu) = gpu {
+        web::sleep_ms(50).await;
+        if let Err(lost @ EngineError::DeviceLost(_)) = gpu.check_errors() {
+            post(&fail(FailKind::DeviceLost, lost.to_string()));
+            return;
+        }
     }
     match r {
         Ok(a) => post(&FromWorker::Answer {
@@ -172,19 +180,49 @@ async fn ask(busy: Busy, question: String, settings: Settings) {
     drop(busy);
 }
 
+/// One question on either backend, raw output streamed as `token` messages.
+async fn answer<B: Backend>(
+    b: &B,
+    sess: &mut Session<B>,
+    question: &str,
+    settings: &Settings,
+    st: &Rc<State>,
+) -> Result<lorekeeper_engine::answer::Answer, EngineError> {
+    settings.apply(&mut sess.cfg);
+    let stop = st.clone();
+    sess.ask(b, question, |piece| {
+        post(&FromWorker::Token {
+            text: piece.to_string(),
+        });
+        !stop.stop.get()
+    })
+    .await
+}
+
 /// Retrieval timings on the loaded bundle (see [`ToWorker::Bench`]).
 async fn bench(busy: Busy, queries: Vec<String>, k: usize, repeat: usize) {
     let st = busy.0.clone();
-    let Some(gpu) = st.gpu.borrow().clone() else {
+    let Some(engine) = st.engine.borrow_mut().take() else {
         post(&fail(FailKind::Load, "no bundle is loaded yet"));
         return;
     };
-    let Some(sess) = st.session.borrow_mut().take() else {
-        post(&fail(FailKind::Load, "no bundle is loaded yet"));
-        return;
+    let r = match &engine {
+        Engine::Gpu(gpu, sess) => {
+            run_bench(&**gpu, sess, gpu.adapter_description(), &queries, k, repeat).await
+        }
+        Engine::Cpu(sess) => {
+            run_bench(
+                &CpuBackend,
+                sess,
+                CpuBackend.describe(),
+                &queries,
+                k,
+                repeat,
+            )
+            .await
+        }
     };
-    let r = run_bench(&gpu, &sess, &queries, k, repeat.max(1)).await;
-    *st.session.borrow_mut() = Some(sess);
+    *st.engine.borrow_mut() = Some(engine);
     match r {
         Ok(m) => post(&m),
         Err(e) => post(&fail(classify(&e), e.to_string())),
@@ -192,13 +230,17 @@ async fn bench(busy: Busy, queries: Vec<String>, k: usize, repeat: usize) {
     drop(busy);
 }
 
-async fn run_bench(
-    gpu: &GpuContext,
-    sess: &Session<GpuContext>,
+/// Query embedding on the session's backend (`embed_gpu_ms`: the backend's, whichever it is)
+/// and on the CPU path, and search, `repeat` times per query.
+async fn run_bench<B: Backend>(
+    b: &B,
+    sess: &Session<B>,
+    adapter: String,
     queries: &[String],
     k: usize,
     repeat: usize,
 ) -> Result<FromWorker, EngineError> {
+    let repeat = repeat.max(1);
     let cpu = CpuBackend;
     let cpu_embedder = sess.index.embedder(&cpu)?;
     let (mut embed_gpu_ms, mut embed_cpu_ms, mut search_ms) = (vec![], vec![], vec![]);
@@ -206,7 +248,7 @@ async fn run_bench(
     for q in queries {
         let t0 = web::now_ms();
         let qv = match &sess.embedder {
-            Some(e) => Some(e.embed_query(gpu, q).await?),
+            Some(e) => Some(e.embed_query(b, q).await?),
             None => None,
         };
         if qv.is_some() {
@@ -227,7 +269,7 @@ async fn run_bench(
         top_ids.push(ids);
     }
     Ok(FromWorker::Bench {
-        adapter: gpu.adapter_description(),
+        adapter,
         passages: sess.index.story.chunks().len(),
         embed_gpu_ms,
         embed_cpu_ms,
@@ -236,19 +278,20 @@ async fn run_bench(
     })
 }
 
-async fn load(busy: Busy, entry: CatalogEntry) {
+async fn load(busy: Busy, entry: CatalogEntry, backend: BackendChoice) {
     let st = busy.0.clone();
     let t0 = web::now_ms();
-    // Free the old bundle's GPU memory before the new one arrives.
-    *st.session.borrow_mut() = None;
+    // Free the old bundle's memory before the new one arrives.
+    *st.engine.borrow_mut() = None;
     *st.gpu.borrow_mut() = None;
-    match download::load_bundle(&entry).await {
+    match download::load_bundle(&entry, backend).await {
         Ok(d) => {
-            let model = describe_model(&d.session);
-            let passages = d.session.index.story.chunks().len();
-            let embedder = d.session.embedder.as_ref().map(|e| e.spec.kind.clone());
+            let (model, passages, embedder) = match &d.engine {
+                Engine::Gpu(_, s) => describe(s),
+                Engine::Cpu(s) => describe(s),
+            };
             post(&FromWorker::Loaded {
-                adapter: d.gpu.adapter_description(),
+                adapter: d.backend,
                 model,
                 passages,
                 embedder,
@@ -256,15 +299,26 @@ async fn load(busy: Busy, entry: CatalogEntry) {
                 all_cached: d.all_cached,
                 note: d.note,
             });
-            *st.gpu.borrow_mut() = Some(d.gpu);
-            *st.session.borrow_mut() = Some(d.session);
+            if let Engine::Gpu(gpu, _) = &d.engine {
+                *st.gpu.borrow_mut() = Some(gpu.clone());
+            }
+            *st.engine.borrow_mut() = Some(d.engine);
         }
         Err(f) => post(&f),
     }
     drop(busy);
 }
 
-fn describe_model(s: &Session<GpuContext>) -> String {
+/// The model's line, the passage count and the embedder's kind, for the page.
+fn describe<B: Backend>(s: &Session<B>) -> (String, usize, Option<String>) {
+    (
+        describe_model(s),
+        s.index.story.chunks().len(),
+        s.embedder.as_ref().map(|e| e.spec.kind.clone()),
+    )
+}
+
+fn describe_model<B: Backend>(s: &Session<B>) -> String {
     let Some(m) = s.index.manifest.model.as_ref() else {
         return "model".into();
     };

@@ -14,13 +14,13 @@ use crate::cpu::q8::Q8Row;
 pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
     let groups = x.d.len();
     let mut acc_m = 0f32;
-    for g in 0..groups {
-        scratch[g] = w.subs[2 * g] as f32 * x.d[g];
+    for (g, s) in scratch[..groups].iter_mut().enumerate() {
+        *s = w.subs[2 * g] as f32 * x.d[g];
         acc_m += w.subs[2 * g + 1] as f32 * x.sum[g];
     }
     let mask = u8x16_splat(0x0F);
     let mut acc = f32x4_splat(0.0);
-    for g in 0..groups {
+    for (g, &scale) in scratch[..groups].iter().enumerate() {
         let (xe, xo) = super::scalar::q8_halves(x.qs, g, groups);
         let codes = &w.codes[16 * g..16 * g + 16];
         // SAFETY: each load reads 16 bytes from a slice of exactly 16 bytes (no alignment
@@ -44,10 +44,7 @@ pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
                 i32x4_dot_i16x8(u16x8_extend_high_u8x16(hi), i16x8_extend_high_i8x16(xo)),
             ),
         );
-        acc = f32x4_add(
-            acc,
-            f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(scratch[g])),
-        );
+        acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(scale)));
     }
     let acc_q = f32x4_extract_lane::<0>(acc)
         + f32x4_extract_lane::<1>(acc)
