@@ -26,7 +26,7 @@ cargo build --release -p lorekeeper-app -p index-builder
   --embedder "$assets/all-minilm-l6-v2" --out "$bundle"
 ./target/release/lorekeeper search --bundle "$bundle" --query "Who did Alice follow down the rabbit hole?" --k 3
 if [ -n "${LLAMA_CPP_PYTHON:-}" ]; then
-  ./target/release/lorekeeper bench --model "$model" --backend cpu --llama-cpp "$LLAMA_CPP_PYTHON"
+  ./target/release/lorekeeper bench --model "$model" --llama-cpp "$LLAMA_CPP_PYTHON"
 fi
 
 # 2. The web app, with the bundle where public/bundles/index.json says it is.
@@ -34,5 +34,5 @@ trunk build --release
 rm -rf dist/bundles/alice-smollm2
 cp -r "$bundle" dist/bundles/alice-smollm2
 
-# 3. Serve it (Ctrl-C stops). Open the URL in a browser with WebGPU.
+# 3. Serve it (Ctrl-C stops). Open the URL in any current browser (no GPU needed).
 exec python3 tests/web-app/serve.py dist --port "${PORT:-8080}"

@@ -25,7 +25,7 @@ phase() {
 
 phase_report() {
   python3 "$(dirname "${BASH_SOURCE[0]}")/test-report.py" "$LOREKEEPER_PHASES" \
-    "$(( $(date +%s) - LOREKEEPER_T0 ))" || true
+    "$(( $(date +%s) - LOREKEEPER_T0 ))" "$LOREKEEPER_T0" || true
 }
 
 if [ "$_phases_owner" = 1 ]; then

@@ -62,10 +62,11 @@ done
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 
 # 3. npm tools pinned in package-lock.json: binaryen 132 (wasm-opt for Trunk; Debian's 108
-#    produces wasm that fails in the browser) and playwright-core (drives Debian's Chromium).
+#    produces wasm that fails in the browser), playwright-core (drives Debian's Chromium) and
+#    wllama 3.8.1 (the page benchmark's peer).
 if ! node_modules/.bin/wasm-opt --version 2>/dev/null | grep -q "version 132" \
-   || [ ! -d node_modules/playwright-core ]; then
-  log "npm ci (binaryen, playwright-core)"
+   || [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/@wllama/wllama ]; then
+  log "npm ci (binaryen, playwright-core, wllama)"
   npm ci --no-audit --no-fund --silent
 fi
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The timing table printed at the end of `.ci/run` and `./test.sh`.
 
-    test-report.py PHASES_FILE TOTAL_SECONDS
+    test-report.py PHASES_FILE TOTAL_SECONDS START_EPOCH
 
 PHASES_FILE holds `name<TAB>seconds<TAB>status` lines (scripts/phases.sh). The slowest tests
 come from cargo nextest's JUnit file (target/nextest/default/junit.xml, native tests) and from
@@ -21,7 +21,7 @@ def mmss(s):
 
 
 def main():
-    phases_file, total = sys.argv[1], float(sys.argv[2])
+    phases_file, total, start = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
     rows = []
     if os.path.exists(phases_file):
         for line in open(phases_file, encoding="utf-8"):
@@ -29,19 +29,21 @@ def main():
             if len(parts) == 3:
                 rows.append((parts[0], float(parts[1]), parts[2]))
     print("\n== timing ==")
-    print(f"| {'phase':<40} | {'time':>7} | status |")
-    print(f"|{'-' * 42}|{'-' * 9}|--------|")
+    w = max([len(r[0]) for r in rows] + [5])
+    print(f"| {'phase':<{w}} | {'time':>7} | status |")
+    print(f"|{'-' * (w + 2)}|{'-' * 9}|--------|")
     for name, secs, status in rows:
-        print(f"| {name:<40} | {mmss(secs):>7} | {'ok' if status == '0' else 'rc ' + status:<6} |")
-    print(f"| {'total':<40} | {mmss(total):>7} |        |")
+        print(f"| {name:<{w}} | {mmss(secs):>7} | {'ok' if status == '0' else 'rc ' + status:<6} |")
+    print(f"| {'total':<{w}} | {mmss(total):>7} |        |")
 
     tests = []
     junit = os.path.join(ROOT, "target/nextest/default/junit.xml")
-    if os.path.exists(junit) and os.path.getmtime(junit) >= os.path.getmtime(phases_file) - 1:
+    # Only this run's files (written after it started).
+    if os.path.exists(junit) and os.path.getmtime(junit) >= start:
         for case in ET.parse(junit).iter("testcase"):
             tests.append((float(case.get("time", "0")), f"{case.get('classname')} {case.get('name')}"))
     browser = os.path.join(ROOT, "target/browser-tests.tsv")
-    if os.path.exists(browser) and os.path.getmtime(browser) >= os.path.getmtime(phases_file) - 1:
+    if os.path.exists(browser) and os.path.getmtime(browser) >= start:
         for line in open(browser, encoding="utf-8"):
             name, _, secs = line.rstrip("\n").rpartition("\t")
             if name:

@@ -173,6 +173,17 @@ pub enum ToWorker {
         /// Searches per query.
         repeat: usize,
     },
+    /// Time the loaded model alone (`scripts/bench-page.mjs` sends it): prefill of
+    /// `prompt_tokens` tokens of the benchmark text, then `gen_tokens` greedy decode steps,
+    /// `runs` times (medians), as `lorekeeper bench` does natively.
+    BenchDecode {
+        /// Prompt length in tokens.
+        prompt_tokens: usize,
+        /// Generated tokens.
+        gen_tokens: usize,
+        /// Timed runs.
+        runs: usize,
+    },
 }
 
 /// Why something failed, so the page can say what to do about it.
@@ -278,6 +289,17 @@ pub enum FromWorker {
         search_ms: Vec<f64>,
         /// Hits of the last search of each query (ids), so a run can be checked.
         top_ids: Vec<Vec<u32>>,
+    },
+    /// Decoder timings for a `bench_decode` request.
+    BenchDecode {
+        /// Where it ran (backend, SIMD kind, threads).
+        backend: String,
+        /// Prompt tokens.
+        prompt_tokens: usize,
+        /// Generated tokens.
+        gen_tokens: usize,
+        /// Medians over the runs.
+        result: lorekeeper_engine::generate::DecodeBench,
     },
     /// Something failed.
     Failed {

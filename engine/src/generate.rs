@@ -487,3 +487,90 @@ mod tests {
         assert!(bad.validate().is_err());
     }
 }
+
+/// The benchmark prompt: `n` tokens of the opening of *Alice* (repeated, then cut), the same in
+/// `lorekeeper bench`, the page's decode benchmark and the peers they are compared with.
+pub fn bench_prompt(tok: &Tokenizer, n: usize) -> Result<Vec<u32>> {
+    let mut ids = Vec::new();
+    while ids.len() < n {
+        let piece = tok.encode(BENCH_TEXT)?;
+        if piece.is_empty() {
+            return Err(EngineError::Question(
+                "the benchmark text encodes to no tokens".into(),
+            ));
+        }
+        ids.extend(piece);
+    }
+    ids.truncate(n);
+    Ok(ids)
+}
+
+/// The text [`bench_prompt`] repeats.
+pub const BENCH_TEXT: &str = "Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do: once or twice she had peeped into the book her sister was reading, but it had no pictures or conversations in it, 'and what is the use of a book,' thought Alice 'without pictures or conversations?' ";
+
+/// Prefill and decode speed of one model on one backend, medians of the runs.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct DecodeBench {
+    /// Prompt tokens per second (prefill, then the first greedy token read).
+    pub prefill_tok_s: f64,
+    /// Generated tokens per second after the first (each one decoded and read greedily).
+    pub decode_tok_s: f64,
+    /// Seconds to the first token.
+    pub ttft_s: f64,
+}
+
+/// Times prefill of `ids` and `gen` greedy decode steps, `runs` times after a short warm-up
+/// (pipelines compiled, weights touched); every figure is stamped after the work it times has
+/// been read back.
+pub async fn bench_decode<B: Backend>(
+    b: &B,
+    model: &mut Decoder<B>,
+    ids: &[u32],
+    gen: usize,
+    runs: usize,
+) -> Result<DecodeBench> {
+    let v = model.vocab_size();
+    let n = ids.len();
+    if n == 0 {
+        return Err(EngineError::Question(
+            "the benchmark prompt is empty".into(),
+        ));
+    }
+    model.reset(b)?;
+    model.forward(b, &ids[..n.min(8)], false)?;
+    greedy(b, model, v).await?;
+    let (mut prefill, mut decode, mut ttft) = (vec![], vec![], vec![]);
+    for _ in 0..runs.max(1) {
+        model.reset(b)?;
+        let t0 = now_ms();
+        model.forward(b, ids, false)?;
+        let mut t = greedy(b, model, v).await?;
+        let t1 = now_ms();
+        for _ in 0..gen {
+            model.forward(b, &[t], false)?;
+            t = greedy(b, model, v).await?;
+        }
+        let t2 = now_ms();
+        prefill.push(n as f64 / ((t1 - t0) / 1e3));
+        ttft.push((t1 - t0) / 1e3);
+        decode.push(gen as f64 / ((t2 - t1) / 1e3));
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    Ok(DecodeBench {
+        prefill_tok_s: med(&mut prefill),
+        decode_tok_s: med(&mut decode),
+        ttft_s: med(&mut ttft),
+    })
+}
+
+/// The greedy token of the model's last logits row.
+async fn greedy<B: Backend>(b: &B, model: &Decoder<B>, v: usize) -> Result<u32> {
+    let s = b.select(model.logits().0, v, 1, None).await?;
+    s.top
+        .first()
+        .map(|c| c.0)
+        .ok_or_else(|| EngineError::Question("no logits to pick from".into()))
+}

@@ -117,10 +117,28 @@ pub fn hf_tokenizer(path: &Path, cfg: &ModelConfig) -> Result<Tokenizer> {
 
 pub use crate::answer::session::bundle_config;
 
-/// The weight format a path's model is stored in natively: LQ4 for a q4 bundle, f32 otherwise.
+/// The weight format a path's model runs in by default: LQ4 for a q4 bundle and for a GGUF whose
+/// layer matrices are 4-bit (Q4_0, Q4_1, Q4_K: the 4-bit path is the fast one, and f32 would
+/// hold 7× the bytes), f32 otherwise.
 pub fn native_format(path: &Path) -> Result<WeightFormat> {
-    if detect(path)? != ModelKind::Bundle {
-        return Ok(WeightFormat::F32);
+    match detect(path)? {
+        ModelKind::Bundle => {}
+        #[cfg(not(target_arch = "wasm32"))]
+        ModelKind::Gguf => {
+            use crate::gguf::GgmlType;
+            let g = Gguf::open(path)?;
+            let four_bit = g.tensors.iter().any(|t| {
+                t.name.starts_with("blk.")
+                    && t.dims.len() == 2
+                    && matches!(t.ty, Ok(GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q4K))
+            });
+            return Ok(if four_bit {
+                WeightFormat::Q4
+            } else {
+                WeightFormat::F32
+            });
+        }
+        _ => return Ok(WeightFormat::F32),
     }
     let mpath = path.join(MANIFEST_FILE);
     let m = Manifest::parse(&mpath.display().to_string(), &read(&mpath)?)?;

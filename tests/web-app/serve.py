@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Serves a built Lorekeeper site (dist/) on 127.0.0.1 for the reader or the browser test.
 
-    python3 tests/web-app/serve.py DIR [--port 8080] [--throttle PATH_PART=BYTES_PER_S]
+    python3 tests/web-app/serve.py DIR [--port 8080] [--throttle PATH_PART=BYTES_PER_S] [--isolate]
 
 Static files only, as any static host would serve them: correct MIME types (application/wasm),
 no-cache revalidation for HTML/JS/JSON. --throttle slows responses whose path contains
-PATH_PART (the browser test uses it to photograph a download in progress).
+PATH_PART (the browser test uses it to photograph a download in progress). --isolate sends
+COOP/COEP (`crossOriginIsolated`: shared memory, so wasm threads; wllama's threaded build needs
+it).
 """
 import argparse
 import functools
@@ -24,8 +26,13 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         ".bin": "application/octet-stream",
     }
     throttle = {}
+    isolate = False
 
     def end_headers(self):
+        if self.isolate:
+            self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+            self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+            self.send_header("Cross-Origin-Resource-Policy", "same-origin")
         if not self.path.split("?")[0].endswith(".bin"):
             self.send_header("Cache-Control", "no-cache")
         super().end_headers()
@@ -53,7 +60,9 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--throttle", action="append", default=[], metavar="PATH_PART=BYTES_PER_S")
+    ap.add_argument("--isolate", action="store_true", help="send COOP/COEP (cross-origin isolation)")
     a = ap.parse_args()
+    Handler.isolate = a.isolate
     if not os.path.isfile(os.path.join(a.dir, "index.html")):
         sys.exit(f"serve.py: {a.dir} has no index.html (run `trunk build --release` first)")
     for t in a.throttle:

@@ -45,7 +45,9 @@ mod native {
     use lorekeeper_engine::bundle::IndexBundle;
     use lorekeeper_engine::choose;
     use lorekeeper_engine::cpu::pool as cpu_pool;
-    use lorekeeper_engine::generate::{generate, now_ms, GenerateOptions, SamplingParams};
+    use lorekeeper_engine::generate::{
+        bench_decode, bench_prompt, generate, GenerateOptions, SamplingParams,
+    };
     use lorekeeper_engine::loader;
     use lorekeeper_engine::models::llama::LoadOptions;
     use lorekeeper_engine::models::Decoder;
@@ -94,7 +96,7 @@ mod native {
         /// Where to run
         #[arg(long, value_enum, default_value = "auto")]
         backend: BackendArg,
-        /// How to store matmul weights on the device [default: q4 for a q4 bundle, else f32]
+        /// How to store matmul weights on the device [default: q4 for a q4 bundle or a 4-bit GGUF, else f32]
         #[arg(long, value_enum)]
         weights: Option<WeightsArg>,
         /// KV-cache capacity in tokens
@@ -481,16 +483,6 @@ mod native {
     }
 
     /// The benchmark prompt: public-domain text tokenized and cut to `n` tokens.
-    fn bench_prompt(tok: &Tokenizer, n: usize) -> Result<Vec<u32>> {
-        const TEXT: &str = "Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do: once or twice she had peeped into the book her sister was reading, but it had no pictures or conversations in it, 'and what is the use of a book,' thought Alice 'without pictures or conversations?' ";
-        let mut ids = Vec::new();
-        while ids.len() < n {
-            ids.extend(tok.encode(TEXT)?);
-        }
-        ids.truncate(n);
-        Ok(ids)
-    }
-
     fn bench_on<B: Backend>(
         b: &B,
         m: &ModelArgs,
@@ -509,39 +501,9 @@ mod native {
         }
         let (mut model, tok) = load(b, m, 128)?;
         let ids = bench_prompt(&tok, n)?;
-        let v = model.vocab_size();
-        let greedy = |model: &Decoder<B>| -> Result<u32> {
-            let (buf, _) = model.logits();
-            Ok(pollster::block_on(b.select(buf, v, 1, None))?.top[0].0)
-        };
-        // Warm-up: compile pipelines, touch weights.
-        model.reset(b)?;
-        model.forward(b, &ids[..n.min(8)], false)?;
-        greedy(&model)?;
         let runs = 3;
-        let mut prefill = Vec::new();
-        let mut decode = Vec::new();
-        let mut ttft = Vec::new();
-        for _ in 0..runs {
-            model.reset(b)?;
-            let t0 = now_ms();
-            model.forward(b, &ids, false)?;
-            let mut t = greedy(&model)?;
-            let t1 = now_ms();
-            for _ in 0..gen {
-                model.forward(b, &[t], false)?;
-                t = greedy(&model)?;
-            }
-            let t2 = now_ms();
-            prefill.push(n as f64 / ((t1 - t0) / 1e3));
-            ttft.push((t1 - t0) / 1e3);
-            decode.push(gen as f64 / ((t2 - t1) / 1e3));
-        }
-        let med = |v: &mut Vec<f64>| {
-            v.sort_by(|a, b| a.total_cmp(b));
-            v[v.len() / 2]
-        };
-        let (p, d, f) = (med(&mut prefill), med(&mut decode), med(&mut ttft));
+        let r = pollster::block_on(bench_decode(b, &mut model, &ids, gen, runs))?;
+        let (p, d, f) = (r.prefill_tok_s, r.decode_tok_s, r.ttft_s);
         let peer = match py {
             Some(py) => Some(llama_cpp_peer(py, &m.model, &ids, gen, threads)?),
             None => None,

@@ -124,12 +124,13 @@ pub fn AnswerView(
         .collect_view();
     let t = &answer.timings;
     let timing = format!(
-        "{} · {} round(s) · retrieval {:.0} ms · prefill {:.1} s · decode {:.1} s{}",
+        "{} · {} round(s) · retrieval {:.0} ms · prefill {:.1} s · decode {:.1} s · total {:.1} s{}",
         answer.action_sequence(),
         answer.rounds.len(),
         t.retrieval_ms,
         t.prefill_s,
         t.decode_s,
+        t.total_s,
         if answer.grammar {
             format!(
                 " · {} grammar masks, {:.2} ms each",
@@ -149,7 +150,7 @@ pub fn AnswerView(
                 <summary>"Raw model output"</summary>
                 {raw}
             </details>
-            <p class="muted timing">{timing}</p>
+            <p class="muted timing" data-total-s=t.total_s data-retrieval-ms=t.retrieval_ms>{timing}</p>
         </div>
     }
 }

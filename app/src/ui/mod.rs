@@ -413,7 +413,7 @@ impl AppState {
             }
             FromWorker::Failed { kind, message } => self.on_failure(kind, message),
             // Benchmark results go to the console, where the benchmark script reads them.
-            m @ FromWorker::Bench { .. } => {
+            m @ (FromWorker::Bench { .. } | FromWorker::BenchDecode { .. }) => {
                 web_sys::console::info_1(&format!("lorekeeper-bench {}", encode(&m)).into());
             }
         }

@@ -20,6 +20,7 @@ use std::rc::Rc;
 
 use lorekeeper_engine::answer::session::Session;
 use lorekeeper_engine::answer::AskConfig;
+use lorekeeper_engine::generate::{bench_decode, bench_prompt};
 use lorekeeper_engine::retrieval::Sources;
 use lorekeeper_engine::{Backend, CpuBackend, EngineError, GpuContext};
 use wasm_bindgen::prelude::*;
@@ -114,6 +115,19 @@ pub fn start() {
             },
             Ok(ToWorker::Bench { queries, k, repeat }) => match Busy::take(&st) {
                 Some(b) => wasm_bindgen_futures::spawn_local(bench(b, queries, k, repeat)),
+                None => post(&fail(FailKind::Busy, "the worker is busy")),
+            },
+            Ok(ToWorker::BenchDecode {
+                prompt_tokens,
+                gen_tokens,
+                runs,
+            }) => match Busy::take(&st) {
+                Some(b) => wasm_bindgen_futures::spawn_local(decode_bench(
+                    b,
+                    prompt_tokens,
+                    gen_tokens,
+                    runs,
+                )),
                 None => post(&fail(FailKind::Busy, "the worker is busy")),
             },
             Ok(ToWorker::Ask { question, settings }) => match Busy::take(&st) {
@@ -228,6 +242,70 @@ async fn bench(busy: Busy, queries: Vec<String>, k: usize, repeat: usize) {
         Err(e) => post(&fail(classify(&e), e.to_string())),
     }
     drop(busy);
+}
+
+/// Decoder timings on the loaded model (see [`ToWorker::BenchDecode`]).
+async fn decode_bench(busy: Busy, prompt_tokens: usize, gen_tokens: usize, runs: usize) {
+    let st = busy.0.clone();
+    let Some(mut engine) = st.engine.borrow_mut().take() else {
+        post(&fail(FailKind::Load, "no bundle is loaded yet"));
+        return;
+    };
+    let r = match &mut engine {
+        Engine::Gpu(gpu, sess) => {
+            time_decoder(
+                &**gpu,
+                sess,
+                gpu.adapter_description(),
+                prompt_tokens,
+                gen_tokens,
+                runs,
+            )
+            .await
+        }
+        Engine::Cpu(sess) => {
+            time_decoder(
+                &CpuBackend,
+                sess,
+                CpuBackend.describe(),
+                prompt_tokens,
+                gen_tokens,
+                runs,
+            )
+            .await
+        }
+    };
+    *st.engine.borrow_mut() = Some(engine);
+    match r {
+        Ok(m) => post(&m),
+        Err(e) => post(&fail(classify(&e), e.to_string())),
+    }
+    drop(busy);
+}
+
+async fn time_decoder<B: Backend>(
+    b: &B,
+    sess: &mut Session<B>,
+    backend: String,
+    prompt_tokens: usize,
+    gen_tokens: usize,
+    runs: usize,
+) -> Result<FromWorker, EngineError> {
+    if prompt_tokens == 0 || prompt_tokens + gen_tokens + 1 > CONTEXT {
+        return Err(EngineError::Question(format!(
+            "prompt {prompt_tokens} + generated {gen_tokens} tokens do not fit the context of {CONTEXT}"
+        )));
+    }
+    let ids = bench_prompt(&sess.tok, prompt_tokens)?;
+    let result = bench_decode(b, &mut sess.model, &ids, gen_tokens, runs).await?;
+    // The next question starts from an empty cache.
+    sess.model.reset(b)?;
+    Ok(FromWorker::BenchDecode {
+        backend,
+        prompt_tokens,
+        gen_tokens,
+        result,
+    })
 }
 
 /// Query embedding on the session's backend (`embed_gpu_ms`: the backend's, whichever it is)
