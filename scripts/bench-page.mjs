@@ -98,7 +98,13 @@ async function demoQuestion() {
     const t0 = Date.now();
     await page.click('#ask');
     await page.waitForSelector('#streaming', { timeout: LONG });
-    await page.waitForFunction(() => document.querySelector('#streaming')?.textContent.trim().length > 0, null, { timeout: LONG });
+    // The first generated character: the placeholder counts output characters until the
+    // answer's own text streams.
+    await page.waitForFunction(() => {
+      const t = document.querySelector('#streaming')?.textContent || '';
+      return (t.length > 0 && !/\(0 characters of output\)/.test(t))
+        || document.querySelector('.turn:last-child .answer-view, .turn:last-child .turn-error') !== null;
+    }, null, { timeout: LONG });
     const ttft = (Date.now() - t0) / 1e3;
     await page.waitForSelector('.turn:last-child .answer-view, .turn:last-child .turn-error', { timeout: LONG });
     const total = (Date.now() - t0) / 1e3;

@@ -71,21 +71,77 @@ pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
     if s.tokens >= crate::cpu::GEMM_MIN_ROWS && s.head_dim > 0 {
         return blocked(q, k, v, out, s);
     }
-    // One task per (token, head): a decode step still spreads its heads over the threads
-    // (the CPU backend's spinning pool: a decode step runs this once per layer).
+    // One task per (token, KV head): the query heads that share a KV head (GQA) read its keys
+    // and values once, together (decode is bound by reading the cache); a decode step still
+    // spreads its KV heads over the threads (the CPU backend's spinning pool).
     let d = s.head_dim;
-    let n = s.tokens * s.heads;
-    let out = &mut out[..n * d];
+    let group = (s.heads / s.kv_heads.max(1)).max(1);
+    let n = s.tokens * s.kv_heads;
+    let out = &mut out[..s.tokens * s.heads * d];
     let base = crate::cpu::OutPtr(out.as_mut_ptr());
     crate::cpu::pool::for_ranges(n, 1, |i0, i1| {
         let p = base;
         for i in i0..i1 {
-            // SAFETY: head i owns out[i·d..(i+1)·d], inside `out` (n·d elements); ranges of
-            // different tasks are disjoint.
-            let o = unsafe { std::slice::from_raw_parts_mut(p.0.add(i * d), d) };
-            attend_head(q, k, v, o, s, i / s.heads, i % s.heads);
+            let (t, kvh) = (i / s.kv_heads, i % s.kv_heads);
+            // SAFETY: heads kvh·group .. (kvh+1)·group of token t own
+            // out[(t·heads + kvh·group)·d ..][..group·d], inside `out`; ranges of different
+            // tasks are disjoint.
+            let o = unsafe {
+                std::slice::from_raw_parts_mut(p.0.add((t * s.heads + kvh * group) * d), group * d)
+            };
+            attend_group(q, k, v, o, s, (t, kvh));
         }
     });
+}
+
+/// The query heads of token `t` that share KV head `kvh` (`group = heads / kv_heads`), into `o`
+/// (`[group, head_dim]`): scores against every visible key (each key row read once for the
+/// group), a softmax per head, then `Σ p·v` (each value row read once).
+fn attend_group(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    o: &mut [f32],
+    s: AttnShape,
+    (t, kvh): (usize, usize),
+) {
+    let d = s.head_dim;
+    let group = (s.heads / s.kv_heads.max(1)).max(1);
+    let n_keys = if s.causal {
+        s.pos0 + t + 1
+    } else {
+        s.pos0 + s.tokens
+    };
+    let q0 = (t * s.heads + kvh * group) * d;
+    let qs = &q[q0..q0 + group * d];
+    // scores[g·n_keys + j]
+    let mut scores = vec![0f32; group * n_keys];
+    for j in 0..n_keys {
+        let kr = &k[(j * s.kv_heads + kvh) * d..][..d];
+        for (g, qr) in qs.chunks_exact(d).enumerate() {
+            scores[g * n_keys + j] = crate::cpu::dot(qr, kr) * s.scale;
+        }
+    }
+    let mut inv = vec![0f32; group];
+    for (g, row) in scores.chunks_exact_mut(n_keys).enumerate() {
+        let mx = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        row.iter_mut()
+            .for_each(|x| *x = crate::cpu::fast_exp(*x - mx));
+        inv[g] = 1.0 / crate::cpu::sum(row);
+    }
+    o.fill(0.0);
+    for j in 0..n_keys {
+        let vr = &v[(j * s.kv_heads + kvh) * d..][..d];
+        for (g, og) in o.chunks_exact_mut(d).enumerate() {
+            let p = scores[g * n_keys + j];
+            for (oi, &vi) in og.iter_mut().zip(vr) {
+                *oi += p * vi;
+            }
+        }
+    }
+    for (g, og) in o.chunks_exact_mut(d).enumerate() {
+        og.iter_mut().for_each(|x| *x *= inv[g]);
+    }
 }
 
 /// Attention by blocks: for head `h` and query rows `t0..t1`,
@@ -155,37 +211,4 @@ fn blocked(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
     }
     #[cfg(target_arch = "wasm32")]
     (0..s.heads * blocks).for_each(task);
-}
-
-/// Head `h` of query token `t` into `out` (`[head_dim]`).
-fn attend_head(q: &[f32], k: &[f32], v: &[f32], o: &mut [f32], s: AttnShape, t: usize, h: usize) {
-    let d = s.head_dim;
-    let kvh = h / (s.heads / s.kv_heads);
-    let n_keys = if s.causal {
-        s.pos0 + t + 1
-    } else {
-        s.pos0 + s.tokens
-    };
-    let qr = &q[(t * s.heads + h) * d..][..d];
-    let mut scores = Vec::with_capacity(n_keys);
-    for j in 0..n_keys {
-        let kr = &k[(j * s.kv_heads + kvh) * d..][..d];
-        scores.push(crate::cpu::dot(qr, kr) * s.scale);
-    }
-    let mx = scores.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0f32;
-    for sc in scores.iter_mut() {
-        *sc = (*sc - mx).exp();
-        sum += *sc;
-    }
-    o.fill(0.0);
-    for (j, &p) in scores.iter().enumerate() {
-        let vr = &v[(j * s.kv_heads + kvh) * d..][..d];
-        for (oi, &vi) in o.iter_mut().zip(vr) {
-            *oi += p * vi;
-        }
-    }
-    for oi in o.iter_mut() {
-        *oi /= sum;
-    }
 }
