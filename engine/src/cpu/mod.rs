@@ -44,7 +44,7 @@ impl CpuBuffer {
 
 /// Dot product with eight independent accumulators, so the compiler can vectorise it
 /// (a plain `sum()` over f32 must keep its sequential order and cannot).
-#[inline]
+#[inline(always)]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
@@ -62,7 +62,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Sum with eight independent accumulators (vectorizes, unlike a sequential f32 `sum()`).
-#[inline]
+#[inline(always)]
 pub fn sum(a: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let c = a.chunks_exact(8);

@@ -71,76 +71,163 @@ pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
     if s.tokens >= crate::cpu::GEMM_MIN_ROWS && s.head_dim > 0 {
         return blocked(q, k, v, out, s);
     }
-    // One task per (token, KV head): the query heads that share a KV head (GQA) read its keys
-    // and values once, together (decode is bound by reading the cache); a decode step still
-    // spreads its KV heads over the threads (the CPU backend's spinning pool).
+    // Decode: one task per (token, KV head, key range). The query heads that share a KV head
+    // (GQA) read its keys and values once, together, and the keys are split in ranges so every
+    // thread reads the cache at once (decode attention is bound by reading it); the ranges'
+    // partial softmax results are merged after.
     let d = s.head_dim;
     let group = (s.heads / s.kv_heads.max(1)).max(1);
-    let n = s.tokens * s.kv_heads;
-    let out = &mut out[..s.tokens * s.heads * d];
-    let base = crate::cpu::OutPtr(out.as_mut_ptr());
-    crate::cpu::pool::for_ranges(n, 1, |i0, i1| {
-        let p = base;
+    let pairs = s.tokens * s.kv_heads;
+    let want = (2 * crate::cpu::pool::threads()).div_ceil(pairs.max(1));
+    let splits = want
+        .min((s.pos0 + s.tokens).div_ceil(MIN_SPLIT_KEYS))
+        .max(1);
+    // Per (pair, split), per head of the group: the unnormalized output `Σ p·v` (d), the
+    // range's max score and `Σ p`.
+    let stride = group * (d + 2);
+    let mut part = vec![0f32; pairs * splits * stride];
+    let pb = crate::cpu::OutPtr(part.as_mut_ptr());
+    crate::cpu::pool::for_ranges(pairs * splits, 1, |i0, i1| {
+        let p = pb;
         for i in i0..i1 {
-            let (t, kvh) = (i / s.kv_heads, i % s.kv_heads);
-            // SAFETY: heads kvh·group .. (kvh+1)·group of token t own
-            // out[(t·heads + kvh·group)·d ..][..group·d], inside `out`; ranges of different
-            // tasks are disjoint.
-            let o = unsafe {
-                std::slice::from_raw_parts_mut(p.0.add((t * s.heads + kvh * group) * d), group * d)
-            };
-            attend_group(q, k, v, o, s, (t, kvh));
+            let (pair, sp) = (i / splits, i % splits);
+            let (t, kvh) = (pair / s.kv_heads, pair % s.kv_heads);
+            let n_keys = visible_keys(s, t);
+            let chunk = n_keys.div_ceil(splits);
+            let keys = ((sp * chunk).min(n_keys), ((sp + 1) * chunk).min(n_keys));
+            // SAFETY: task i owns part[i·stride..(i+1)·stride], inside `part`; ranges of
+            // different tasks are disjoint.
+            let dst = unsafe { std::slice::from_raw_parts_mut(p.0.add(i * stride), stride) };
+            attend_part(q, k, v, dst, s, (t, kvh), keys);
         }
     });
+    let out = &mut out[..s.tokens * s.heads * d];
+    for pair in 0..pairs {
+        let (t, kvh) = (pair / s.kv_heads, pair % s.kv_heads);
+        let parts = &part[pair * splits * stride..][..splits * stride];
+        for g in 0..group {
+            let at = |sp: usize| &parts[sp * stride + g * (d + 2)..][..d + 2];
+            let mx = (0..splits)
+                .filter(|&sp| at(sp)[d + 1] > 0.0)
+                .map(|sp| at(sp)[d])
+                .fold(f32::NEG_INFINITY, f32::max);
+            let o = &mut out[(t * s.heads + kvh * group + g) * d..][..d];
+            o.fill(0.0);
+            let mut l = 0f32;
+            for sp in 0..splits {
+                let r = at(sp);
+                if r[d + 1] <= 0.0 {
+                    continue;
+                }
+                let w = (r[d] - mx).exp();
+                l += w * r[d + 1];
+                for (oi, &x) in o.iter_mut().zip(&r[..d]) {
+                    *oi += w * x;
+                }
+            }
+            let inv = if l > 0.0 { 1.0 / l } else { 0.0 };
+            o.iter_mut().for_each(|x| *x *= inv);
+        }
+    }
 }
 
-/// The query heads of token `t` that share KV head `kvh` (`group = heads / kv_heads`), into `o`
-/// (`[group, head_dim]`): scores against every visible key (each key row read once for the
-/// group), a softmax per head, then `Σ p·v` (each value row read once).
-fn attend_group(
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    o: &mut [f32],
-    s: AttnShape,
-    (t, kvh): (usize, usize),
-) {
-    let d = s.head_dim;
-    let group = (s.heads / s.kv_heads.max(1)).max(1);
-    let n_keys = if s.causal {
+/// Keys at least per range of the decode path's split.
+const MIN_SPLIT_KEYS: usize = 128;
+
+/// Keys query token `t` sees.
+fn visible_keys(s: AttnShape, t: usize) -> usize {
+    if s.causal {
         s.pos0 + t + 1
     } else {
         s.pos0 + s.tokens
-    };
+    }
+}
+
+/// Keys `j0..j1` for the query heads of token `t` that share KV head `kvh`
+/// (`group = heads / kv_heads`), into `dst` (`[group, head_dim + 2]`: per head the
+/// unnormalized `Σ_j p_j·v_j` with `p_j = exp(score_j − m)`, then `m` = the range's max score,
+/// then `Σ_j p_j`; an empty range gives zeros and `m = −∞`). Each key and value row is read
+/// once for the whole group.
+fn attend_part(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    dst: &mut [f32],
+    s: AttnShape,
+    at: (usize, usize),
+    keys: (usize, usize),
+) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu::simd::Isa::best() == crate::cpu::simd::Isa::Avx2 {
+        // SAFETY: `Isa::best()` returns Avx2 only where AVX2 and FMA were detected.
+        return unsafe { attend_part_avx2(q, k, v, dst, s, at, keys) };
+    }
+    attend_part_body(q, k, v, dst, s, at, keys)
+}
+
+/// [`attend_part_body`] compiled for AVX2 + FMA (the baseline x86-64 build has only SSE2).
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn attend_part_avx2(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    dst: &mut [f32],
+    s: AttnShape,
+    at: (usize, usize),
+    keys: (usize, usize),
+) {
+    attend_part_body(q, k, v, dst, s, at, keys)
+}
+
+#[inline(always)]
+fn attend_part_body(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    dst: &mut [f32],
+    s: AttnShape,
+    (t, kvh): (usize, usize),
+    (j0, j1): (usize, usize),
+) {
+    let d = s.head_dim;
+    let group = (s.heads / s.kv_heads.max(1)).max(1);
+    let n = j1 - j0;
+    dst.fill(0.0);
+    if n == 0 {
+        for g in 0..group {
+            dst[g * (d + 2) + d] = f32::NEG_INFINITY;
+        }
+        return;
+    }
     let q0 = (t * s.heads + kvh * group) * d;
     let qs = &q[q0..q0 + group * d];
-    // scores[g·n_keys + j]
-    let mut scores = vec![0f32; group * n_keys];
-    for j in 0..n_keys {
+    // scores[g·n + (j − j0)]
+    let mut scores = vec![0f32; group * n];
+    for j in j0..j1 {
         let kr = &k[(j * s.kv_heads + kvh) * d..][..d];
         for (g, qr) in qs.chunks_exact(d).enumerate() {
-            scores[g * n_keys + j] = crate::cpu::dot(qr, kr) * s.scale;
+            scores[g * n + j - j0] = crate::cpu::dot(qr, kr) * s.scale;
         }
     }
-    let mut inv = vec![0f32; group];
-    for (g, row) in scores.chunks_exact_mut(n_keys).enumerate() {
+    for (g, row) in scores.chunks_exact_mut(n).enumerate() {
         let mx = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
         row.iter_mut()
             .for_each(|x| *x = crate::cpu::fast_exp(*x - mx));
-        inv[g] = 1.0 / crate::cpu::sum(row);
+        dst[g * (d + 2) + d] = mx;
+        dst[g * (d + 2) + d + 1] = crate::cpu::sum(row);
     }
-    o.fill(0.0);
-    for j in 0..n_keys {
+    for j in j0..j1 {
         let vr = &v[(j * s.kv_heads + kvh) * d..][..d];
-        for (g, og) in o.chunks_exact_mut(d).enumerate() {
-            let p = scores[g * n_keys + j];
-            for (oi, &vi) in og.iter_mut().zip(vr) {
+        for (g, og) in dst.chunks_exact_mut(d + 2).enumerate() {
+            let p = scores[g * n + j - j0];
+            for (oi, &vi) in og[..d].iter_mut().zip(vr) {
                 *oi += p * vi;
             }
         }
-    }
-    for (g, og) in o.chunks_exact_mut(d).enumerate() {
-        og.iter_mut().for_each(|x| *x *= inv[g]);
     }
 }
 
