@@ -20,6 +20,19 @@ use std::sync::{Condvar, Mutex, OnceLock};
 #[cfg(not(target_arch = "wasm32"))]
 const SPIN: u32 = 1 << 16;
 
+/// Spin rounds between two `yield_now` calls while waiting (cheap when nothing else is
+/// runnable; with more runnable threads than cores it hands the core over).
+#[cfg(not(target_arch = "wasm32"))]
+const YIELD_EVERY: u32 = 256;
+
+/// [`Pool::state`]: no worker may join the job any more.
+#[cfg(not(target_arch = "wasm32"))]
+const CLOSED: u64 = 1 << 31;
+
+/// [`Pool::state`]: the workers in the job.
+#[cfg(not(target_arch = "wasm32"))]
+const ACTIVE: u64 = CLOSED - 1;
+
 /// Threads the CPU kernels run on (the caller included).
 pub fn threads() -> usize {
     #[cfg(not(target_arch = "wasm32"))]
@@ -143,14 +156,17 @@ struct Pool {
     workers: usize,
     /// One job at a time; a caller that finds the pool busy (another thread's job) runs inline.
     submit: Mutex<()>,
-    /// Bumped once per job; workers wait for it to change.
-    epoch: AtomicU64,
+    /// The job's state in one word: its epoch (bits 32–63, bumped once per job; workers wait
+    /// for it to change), [`CLOSED`] (set by the submitter once every range is claimed: no
+    /// worker may join after) and the count of workers that joined and have not left (bits
+    /// 0–30). A worker that was not scheduled in time never joins, so the submitter never
+    /// waits for it (with more runnable threads than cores, waiting for every worker cost a
+    /// scheduler time slice per op).
+    state: AtomicU64,
     /// The current job, written only while no worker can read it (all checked out).
     job: Mutex<Option<Job>>,
     /// Next range index to claim.
     next: AtomicUsize,
-    /// Workers finished with the current epoch.
-    checked_out: AtomicUsize,
     /// Workers asleep on `wake`.
     sleeping: AtomicUsize,
     panicked: AtomicBool,
@@ -169,10 +185,9 @@ impl Pool {
         let pool: &'static Pool = Box::leak(Box::new(Pool {
             workers,
             submit: Mutex::new(()),
-            epoch: AtomicU64::new(0),
+            state: AtomicU64::new(CLOSED),
             job: Mutex::new(None),
             next: AtomicUsize::new(0),
-            checked_out: AtomicUsize::new(workers),
             sleeping: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
             lock: Mutex::new(()),
@@ -196,10 +211,9 @@ impl Pool {
         Pool {
             workers: 0,
             submit: Mutex::new(()),
-            epoch: AtomicU64::new(0),
+            state: AtomicU64::new(CLOSED),
             job: Mutex::new(None),
             next: AtomicUsize::new(0),
-            checked_out: AtomicUsize::new(0),
             sleeping: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
             lock: Mutex::new(()),
@@ -225,24 +239,43 @@ impl Pool {
         let mut seen = 0u64;
         loop {
             let mut spins = 0u32;
-            loop {
-                let e = self.epoch.load(Acquire);
+            let epoch = loop {
+                let e = self.state.load(Acquire) >> 32;
                 if e != seen {
-                    seen = e;
-                    break;
+                    break e;
                 }
                 if spins < SPIN {
                     spins += 1;
-                    std::hint::spin_loop();
+                    if spins.is_multiple_of(YIELD_EVERY) {
+                        // Let other runnable threads (another process's) have the core.
+                        std::thread::yield_now();
+                    } else {
+                        std::hint::spin_loop();
+                    }
                 } else {
                     let mut g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
                     self.sleeping.fetch_add(1, SeqCst);
-                    while self.epoch.load(SeqCst) == seen {
+                    while self.state.load(SeqCst) >> 32 == seen {
                         g = self.wake.wait(g).unwrap_or_else(|e| e.into_inner());
                     }
                     self.sleeping.fetch_sub(1, SeqCst);
                     spins = 0;
                 }
+            };
+            seen = epoch;
+            // Join the job unless it was closed (or replaced) meanwhile.
+            let mut s = self.state.load(Acquire);
+            let joined = loop {
+                if s >> 32 != epoch || s & CLOSED != 0 {
+                    break false;
+                }
+                match self.state.compare_exchange_weak(s, s + 1, AcqRel, Acquire) {
+                    Ok(_) => break true,
+                    Err(now) => s = now,
+                }
+            };
+            if !joined {
+                continue;
             }
             let job = *self.job.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(job) = job {
@@ -252,7 +285,7 @@ impl Pool {
                     self.panicked.store(true, SeqCst);
                 }
             }
-            self.checked_out.fetch_add(1, AcqRel);
+            self.state.fetch_sub(1, AcqRel);
         }
     }
 
@@ -264,19 +297,21 @@ impl Pool {
             return f(0, n);
         }
         // SAFETY (lifetime erasure): `f` outlives this call, and this call returns only after
-        // every worker checked out of the job, i.e. stopped using `f`.
+        // the job is closed and every worker that joined it has left, i.e. stopped using `f`
+        // (a worker that did not join never reads it).
         let f_static: &'static (dyn Fn(usize, usize) + Sync) = unsafe { std::mem::transmute(f) };
         let job = Job {
             f: f_static as *const _,
             n,
             chunk,
         };
-        // Every worker checked out of the previous job (waited for below), so none reads these.
+        // The previous job is closed and every worker left it (waited for below), so none
+        // reads these until it joins the new epoch.
         *self.job.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
         self.next.store(0, SeqCst);
-        self.checked_out.store(0, SeqCst);
         self.panicked.store(false, SeqCst);
-        self.epoch.fetch_add(1, SeqCst);
+        let epoch = (self.state.load(SeqCst) >> 32).wrapping_add(1) & 0xFFFF_FFFF;
+        self.state.store(epoch << 32, SeqCst);
         if self.sleeping.load(SeqCst) > 0 {
             let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             self.wake.notify_all();
@@ -284,8 +319,17 @@ impl Pool {
         IN_JOB.with(|j| j.set(true));
         let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.claim_all(job)));
         IN_JOB.with(|j| j.set(false));
-        while self.checked_out.load(Acquire) < self.workers {
-            std::hint::spin_loop();
+        // Close the job and wait for the workers that joined it.
+        let mut s = self.state.fetch_or(CLOSED, AcqRel) | CLOSED;
+        let mut spins = 0u32;
+        while s & ACTIVE != 0 {
+            spins += 1;
+            if spins.is_multiple_of(YIELD_EVERY) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            s = self.state.load(Acquire);
         }
         if let Err(p) = mine {
             std::panic::resume_unwind(p);
