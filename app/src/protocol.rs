@@ -355,6 +355,41 @@ mod tests {
     }
 
     #[test]
+    fn backend_choice_from_the_address_and_in_load() {
+        assert_eq!(BackendChoice::from_query(""), BackendChoice::Auto);
+        assert_eq!(
+            BackendChoice::from_query("?backend=cpu"),
+            BackendChoice::Cpu
+        );
+        assert_eq!(
+            BackendChoice::from_query("?x=1&backend=gpu"),
+            BackendChoice::Gpu
+        );
+        assert_eq!(
+            BackendChoice::from_query("?backend=tpu"),
+            BackendChoice::Auto
+        );
+        // A load message without the field (an older page) means auto.
+        let m: ToWorker = decode(
+            r#"{"type":"load","bundle":{"id":"a","title":"A","path":"bundles/a/","description":""}}"#,
+        )
+        .expect("decodes");
+        assert!(matches!(
+            m,
+            ToWorker::Load {
+                backend: BackendChoice::Auto,
+                ..
+            }
+        ));
+        let m = ToWorker::BenchDecode {
+            prompt_tokens: 512,
+            gen_tokens: 128,
+            runs: 3,
+        };
+        assert_eq!(decode::<ToWorker>(&encode(&m)), Ok(m));
+    }
+
+    #[test]
     fn settings_apply_and_check() {
         let mut cfg = AskConfig::default();
         let s = Settings {

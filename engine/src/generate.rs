@@ -360,7 +360,9 @@ pub async fn generate_with<B: Backend>(
     let mut t1 = t0;
     let mut reason = StopReason::MaxTokens;
     while out.len() < opts.max_tokens {
-        // Tokens taken this step: one sampled, or a forced run.
+        // Tokens taken this step: one sampled (its logits read back, so every op queued before
+        // it has finished), or a forced run (no readback).
+        let mut sampled = true;
         let ids: Vec<u32> = match constraint.as_deref_mut() {
             None => vec![next_token(b, model, &history, &opts.sampling, &mut rng).await?],
             Some(c) => match c.step(opts.max_tokens - out.len())? {
@@ -369,6 +371,7 @@ pub async fn generate_with<B: Backend>(
                     break;
                 }
                 Step::Force(f) if !f.is_empty() => {
+                    sampled = false;
                     let room = opts.max_tokens - out.len();
                     f[..f.len().min(room)].to_vec()
                 }
@@ -382,7 +385,10 @@ pub async fn generate_with<B: Backend>(
                 }
             },
         };
-        if first {
+        // Prefill ends with the first token the model chose: stamped after a readback, so
+        // work a GPU still had queued is counted where it belongs (a forced run first would
+        // otherwise stamp it before the prompt was processed).
+        if first && sampled {
             t1 = now_ms();
             first = false;
         }
@@ -429,6 +435,10 @@ pub async fn generate_with<B: Backend>(
         on_text(&text[emitted..]);
     }
     let t2 = now_ms();
+    if first {
+        // Nothing was sampled (forced tokens only, or none): all of it was prompt work.
+        t1 = t2;
+    }
     Ok(Generation {
         tokens: out,
         text,
