@@ -1,17 +1,19 @@
-//! `lorekeeper`: the offline desktop build. The same engine as the web app, on native wgpu
-//! (or the CPU reference with `--backend cpu`).
+//! `lorekeeper`: the offline desktop build. The same engine as the web app: by default
+//! (`--backend auto`) the CPU path (SIMD, `--threads N`), unless a hardware GPU measures faster;
+//! `--backend gpu|cpu` forces one.
 //!
 //! ```text
 //! lorekeeper generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T]
-//!                     [--top-p P] [--seed S] [--backend gpu|cpu] [--json]
+//!                     [--top-p P] [--seed S] [--backend auto|gpu|cpu] [--json]
 //! lorekeeper bench    --model GGUF [--prompt-tokens 512] [--gen-tokens 128] [--llama-cpp PYTHON]
-//! lorekeeper bench-arch [--contexts 1024,8192] [--gen-tokens 3] [--only qwen3.5] [--backend cpu|gpu]
+//! lorekeeper bench-arch [--contexts 1024,8192] [--gen-tokens 3] [--only qwen3.5] [--backend auto|cpu|gpu]
 //! lorekeeper perplexity --model PATH --text FILE [--tokens 4096] [--window 512]
 //! lorekeeper search   --bundle DIR --query TEXT [--k 10] [--json]
 //! lorekeeper eval-retrieval --bundle DIR --questions FILE.jsonl [--json]
 //! lorekeeper ask      --bundle DIR [--mode grounded] [--no-grammar] [--json] "question"
 //! lorekeeper eval     --bundle DIR --questions FILE.jsonl [--no-grammar] [--limit N] [--json]
 //! ```
+//! Every command: [--threads N] (CPU threads, default the physical cores).
 //! PATH is a GGUF file, a Hugging Face model folder or a bundle folder.
 
 #[cfg(target_arch = "wasm32")]
@@ -63,9 +65,9 @@ mod native {
         about = "Lorekeeper offline desktop build"
     )]
     struct Cli {
-        /// CPU threads [default: the physical cores]
-        #[arg(long, global = true)]
-        threads: Option<usize>,
+        /// CPU threads, 1 to 1024 [default: the physical cores]
+        #[arg(long, global = true, value_parser = clap::value_parser!(u16).range(1..=1024))]
+        threads: Option<u16>,
         #[command(subcommand)]
         cmd: Cmd,
     }
@@ -289,7 +291,7 @@ mod native {
 
     pub fn run() -> Result<()> {
         let cli = Cli::parse();
-        let threads = match cpu_pool::set_threads(cli.threads.unwrap_or(0)) {
+        let threads = match cpu_pool::set_threads(cli.threads.map_or(0, usize::from)) {
             Ok(n) | Err(n) => n,
         };
         match cli.cmd {
