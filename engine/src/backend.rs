@@ -129,6 +129,11 @@ pub trait Backend {
         let _ = m;
         false
     }
+    /// Prompt tokens per prefill pass this backend runs best at (sessions and benchmarks size
+    /// their run state for it).
+    fn prefill_chunk(&self) -> usize {
+        256
+    }
     /// Reads `len` elements at `offset`, after every op recorded so far.
     async fn read(&self, buf: &Self::Buffer, offset: usize, len: usize) -> Result<Vec<f32>>;
 

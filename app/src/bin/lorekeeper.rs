@@ -501,7 +501,7 @@ mod native {
                 m.ctx
             );
         }
-        let (mut model, tok) = load(b, m, 128)?;
+        let (mut model, tok) = load(b, m, b.prefill_chunk())?;
         let ids = bench_prompt(&tok, n)?;
         let runs = 3;
         let r = pollster::block_on(bench_decode(b, &mut model, &ids, gen, runs))?;

@@ -85,7 +85,7 @@ impl<B: Backend> Session<B> {
             let opts = LoadOptions {
                 format,
                 ctx,
-                chunk: 256,
+                chunk: b.prefill_chunk(),
             };
             (Decoder::load(b, mcfg, &bundle, opts)?, tok)
         };
