@@ -327,11 +327,12 @@ impl Backend for CpuBackend {
         m < GEMM_MIN_ROWS
     }
 
-    /// 512: prefill dequantizes each 4-bit matrix once per pass, so longer passes reuse it over
+    /// 256: prefill dequantizes each 4-bit matrix once per pass, so longer passes reuse it over
     /// more rows (SmolLM2, 512-token prompt: 785 tok/s in passes of 128, 1,000–1,060 in one of
-    /// 512; llama.cpp's batch is 512 too).
+    /// 512), but the run state grows with the pass (512 rows: +8 MB peak for `lorekeeper ask`
+    /// on the demo bundle, over the sessions' earlier 256).
     fn prefill_chunk(&self) -> usize {
-        512
+        256
     }
 
     fn alloc(&self, _label: &str, len: usize) -> Result<CpuBuffer> {
