@@ -13,12 +13,12 @@ use crate::cpu::q8::Q8Row;
 pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
     let groups = x.d.len();
     let mut acc_m = 0f32;
-    for g in 0..groups {
-        scratch[g] = w.subs[2 * g] as f32 * x.d[g];
+    for (g, s) in scratch[..groups].iter_mut().enumerate() {
+        *s = w.subs[2 * g] as f32 * x.d[g];
         acc_m += w.subs[2 * g + 1] as f32 * x.sum[g];
     }
     let mut acc_q = 0f32;
-    for g in 0..groups {
+    for (g, &scale) in scratch[..groups].iter().enumerate() {
         let (xe, xo) = super::scalar::q8_halves(x.qs, g, groups);
         let codes = &w.codes[16 * g..16 * g + 16];
         // SAFETY: each load reads 16 bytes from a slice of exactly 16 bytes.
@@ -34,7 +34,7 @@ pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
             p = vmlal_s8(p, vget_high_s8(hi), vget_high_s8(xo));
             vaddlvq_s16(p)
         };
-        acc_q += scratch[g] * isum as f32;
+        acc_q += scale * isum as f32;
     }
     (acc_q, acc_m)
 }
