@@ -182,34 +182,23 @@ unsafe impl Send for Job {}
 #[cfg(not(target_arch = "wasm32"))]
 impl Pool {
     fn start(workers: usize) -> &'static Pool {
-        let pool: &'static Pool = Box::leak(Box::new(Pool {
-            workers,
-            submit: Mutex::new(()),
-            state: AtomicU64::new(CLOSED),
-            job: Mutex::new(None),
-            next: AtomicUsize::new(0),
-            sleeping: AtomicUsize::new(0),
-            panicked: AtomicBool::new(false),
-            lock: Mutex::new(()),
-            wake: Condvar::new(),
-        }));
+        let pool: &'static Pool = Box::leak(Box::new(Pool::new(workers)));
         for i in 0..workers {
             let spawned = std::thread::Builder::new()
                 .name(format!("lorekeeper-cpu-{i}"))
                 .spawn(move || pool.work());
             if spawned.is_err() {
-                // Without that thread the pool would wait for it forever: fall back to fewer.
-                let p: &'static Pool = Box::leak(Box::new(Pool::degraded()));
-                return p;
+                // Threads cannot be spawned: every job inline, and `threads()` says so (the
+                // workers already started stay parked on the first pool).
+                return Box::leak(Box::new(Pool::new(0)));
             }
         }
         pool
     }
 
-    /// A pool with no workers (every job inline), when threads cannot be spawned.
-    fn degraded() -> Pool {
+    fn new(workers: usize) -> Pool {
         Pool {
-            workers: 0,
+            workers,
             submit: Mutex::new(()),
             state: AtomicU64::new(CLOSED),
             job: Mutex::new(None),
