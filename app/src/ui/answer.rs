@@ -39,6 +39,9 @@ pub fn Cite(
 pub fn AnswerView(
     /// The engine's answer (every round, fact, check and timing).
     answer: Answer,
+    /// Seconds from sending the question to the first generated token, as the page saw it
+    /// (`None` for answers restored from history).
+    first_token_s: Option<f64>,
 ) -> impl IntoView {
     let (label, class) = match answer.final_action {
         NextAction::AnswerDirectly => ("Answer", "badge answer"),
@@ -124,12 +127,15 @@ pub fn AnswerView(
         .collect_view();
     let t = &answer.timings;
     let timing = format!(
-        "{} · {} round(s) · retrieval {:.0} ms · prefill {:.1} s · decode {:.1} s · total {:.1} s{}",
+        "{} · {} round(s) · retrieval {:.0} ms · prefill {:.1} s · decode {:.1} s · {}total {:.1} s{}",
         answer.action_sequence(),
         answer.rounds.len(),
         t.retrieval_ms,
         t.prefill_s,
         t.decode_s,
+        first_token_s
+            .map(|f| format!("first token {f:.1} s · "))
+            .unwrap_or_default(),
         t.total_s,
         if answer.grammar {
             format!(

@@ -31,7 +31,10 @@ pub fn Chat() -> impl IntoView {
             .into_iter()
             .map(|t| {
                 let body = match (&t.answer, &t.error) {
-                    (Some(a), _) => view! { <AnswerView answer=a.clone() /> }.into_any(),
+                    (Some(a), _) => {
+                        view! { <AnswerView answer=a.clone() first_token_s=t.first_token_s /> }
+                            .into_any()
+                    }
                     (None, Some(e)) => {
                         view! { <p class="error turn-error">{e.clone()}</p> }.into_any()
                     }

@@ -107,6 +107,12 @@ pub struct Turn {
     pub answer: Option<Answer>,
     /// Why there is no answer.
     pub error: Option<String>,
+    /// Page clock (ms) when the question was sent.
+    #[serde(default)]
+    pub asked_ms: f64,
+    /// Seconds from sending the question to its first generated token, as the reader saw it.
+    #[serde(default)]
+    pub first_token_s: Option<f64>,
 }
 
 /// Every signal of the page (cheap to copy into closures).
@@ -286,6 +292,7 @@ impl AppState {
             t.push(Turn {
                 n,
                 question: question.clone(),
+                asked_ms: web::now_ms(),
                 ..Turn::default()
             });
         });
@@ -403,6 +410,9 @@ impl AppState {
                     .unwrap_or_default();
                 self.turns.update(|t| {
                     if let Some(last) = t.last_mut() {
+                        if last.first_token_s.is_none() {
+                            last.first_token_s = Some((web::now_ms() - last.asked_ms) / 1e3);
+                        }
                         last.raw.push_str(&text);
                         last.streamed.push_str(&shown);
                     }
