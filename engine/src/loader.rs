@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::backend::Backend;
-use crate::bundle::{Manifest, ModelBundle, MANIFEST_FILE};
+use crate::bundle::ModelBundle;
 use crate::error::{EngineError, Result};
 use crate::gguf::Gguf;
 use crate::models::llama::{Config, LoadOptions};
@@ -57,27 +57,59 @@ fn read(path: &Path) -> Result<Vec<u8>> {
     })
 }
 
-/// Loads the model and its tokenizer onto `b`.
-pub fn load<B: Backend>(b: &B, path: &Path, opts: LoadOptions) -> Result<(Decoder<B>, Tokenizer)> {
+/// Loads the model and its tokenizer onto `b`, its matmul weights stored as `format` (`None`:
+/// the format the file runs in by default, see [`gguf_format`] and the bundle's manifest; read from the file already
+/// opened, not from a second read).
+pub fn load<B: Backend>(
+    b: &B,
+    path: &Path,
+    format: Option<WeightFormat>,
+    ctx: usize,
+    chunk: usize,
+) -> Result<(Decoder<B>, Tokenizer)> {
+    let opts = |native: WeightFormat| LoadOptions {
+        format: format.unwrap_or(native),
+        ctx,
+        chunk,
+    };
     match detect(path)? {
         ModelKind::Gguf => {
             let g = Gguf::open(path)?;
+            let native = gguf_format(&g);
             let tok = Tokenizer::from_gguf(&g)?;
             let src = GgufSource::new(g)?;
             let cfg = ModelConfig::Llama(Config::from_gguf(&src)?);
-            Ok((Decoder::load(b, cfg, &src, opts)?, tok))
+            Ok((Decoder::load(b, cfg, &src, opts(native))?, tok))
         }
         ModelKind::HfFolder => {
             let cfg = hf_config(path)?;
             let tok = hf_tokenizer(path, &cfg)?;
             let src = Safetensors::open_dir(path)?;
-            Ok((Decoder::load(b, cfg, &src, opts)?, tok))
+            Ok((Decoder::load(b, cfg, &src, opts(WeightFormat::F32))?, tok))
         }
         ModelKind::Bundle => {
             let bundle = ModelBundle::open_dir(path)?;
+            let native = crate::answer::session::bundle_format(&bundle.manifest);
             let (cfg, tok) = bundle_config(&bundle)?;
-            Ok((Decoder::load(b, cfg, &bundle, opts)?, tok))
+            Ok((Decoder::load(b, cfg, &bundle, opts(native))?, tok))
         }
+    }
+}
+
+/// The weight format a GGUF runs in by default: LQ4 when its layer matrices are 4-bit (Q4_0,
+/// Q4_1, Q4_K: the 4-bit path is the fast one, and f32 would hold 7× the bytes), f32 otherwise.
+/// (A q4 bundle: LQ4; a Hugging Face folder: f32.)
+pub fn gguf_format(g: &Gguf) -> WeightFormat {
+    use crate::gguf::GgmlType;
+    let four_bit = g.tensors.iter().any(|t| {
+        t.name.starts_with("blk.")
+            && t.dims.len() == 2
+            && matches!(t.ty, Ok(GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q4K))
+    });
+    if four_bit {
+        WeightFormat::Q4
+    } else {
+        WeightFormat::F32
     }
 }
 
@@ -116,31 +148,3 @@ pub fn hf_tokenizer(path: &Path, cfg: &ModelConfig) -> Result<Tokenizer> {
 }
 
 pub use crate::answer::session::bundle_config;
-
-/// The weight format a path's model runs in by default: LQ4 for a q4 bundle and for a GGUF whose
-/// layer matrices are 4-bit (Q4_0, Q4_1, Q4_K: the 4-bit path is the fast one, and f32 would
-/// hold 7× the bytes), f32 otherwise.
-pub fn native_format(path: &Path) -> Result<WeightFormat> {
-    match detect(path)? {
-        ModelKind::Bundle => {}
-        #[cfg(not(target_arch = "wasm32"))]
-        ModelKind::Gguf => {
-            use crate::gguf::GgmlType;
-            let g = Gguf::open(path)?;
-            let four_bit = g.tensors.iter().any(|t| {
-                t.name.starts_with("blk.")
-                    && t.dims.len() == 2
-                    && matches!(t.ty, Ok(GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q4K))
-            });
-            return Ok(if four_bit {
-                WeightFormat::Q4
-            } else {
-                WeightFormat::F32
-            });
-        }
-        _ => return Ok(WeightFormat::F32),
-    }
-    let mpath = path.join(MANIFEST_FILE);
-    let m = Manifest::parse(&mpath.display().to_string(), &read(&mpath)?)?;
-    Ok(crate::answer::session::bundle_format(&m))
-}

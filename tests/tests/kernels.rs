@@ -116,8 +116,9 @@ fn gemv_every_threads_per_row() {
 
 #[test]
 fn cpu_matmuls_on_one_and_three_threads() {
-    // The CPU's 4-bit matmuls split rows over the pool; one thread and an odd count that does
-    // not divide the shapes must give the same checked results.
+    // The CPU's 4-bit matmuls split rows over threads; one thread and an odd count that does
+    // not divide the shapes must give the same checked results (rayon's GEMM pool has exactly
+    // that many; the decode pool is capped at it, so it runs min(3, its size) threads).
     for threads in [1, 3] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)

@@ -380,7 +380,8 @@ fn multimodal_checkpoint_layout_loads_and_builds() {
         chunk: 8,
     };
     let logits = |dir: &Path| {
-        let (mut m, _tok) = loader::load(&CpuBackend, dir, opts).expect("load");
+        let (mut m, _tok) =
+            loader::load(&CpuBackend, dir, Some(opts.format), opts.ctx, opts.chunk).expect("load");
         assert!(matches!(m, Decoder::Qwen35(_)));
         m.forward(&CpuBackend, &prompt, true).expect("forward");
         pollster::block_on(m.read_logits(&CpuBackend)).expect("read")

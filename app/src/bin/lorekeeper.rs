@@ -51,7 +51,6 @@ mod native {
         bench_decode, bench_prompt, generate, GenerateOptions, SamplingParams,
     };
     use lorekeeper_engine::loader;
-    use lorekeeper_engine::models::llama::LoadOptions;
     use lorekeeper_engine::models::Decoder;
     use lorekeeper_engine::models::WeightFormat;
     use lorekeeper_engine::retrieval::{evaluate, parse_questions, Sources};
@@ -420,16 +419,12 @@ mod native {
     }
 
     fn load<B: Backend>(b: &B, m: &ModelArgs, chunk: usize) -> Result<(Decoder<B>, Tokenizer)> {
-        let opts = LoadOptions {
-            format: match m.weights {
-                Some(WeightsArg::F32) => WeightFormat::F32,
-                Some(WeightsArg::Q4) => WeightFormat::Q4,
-                None => loader::native_format(&m.model)?,
-            },
-            ctx: m.ctx,
-            chunk,
-        };
-        loader::load(b, &m.model, opts).with_context(|| format!("loading {}", m.model.display()))
+        let format = m.weights.map(|w| match w {
+            WeightsArg::F32 => WeightFormat::F32,
+            WeightsArg::Q4 => WeightFormat::Q4,
+        });
+        loader::load(b, &m.model, format, m.ctx, chunk)
+            .with_context(|| format!("loading {}", m.model.display()))
     }
 
     fn generate_on<B: Backend>(
