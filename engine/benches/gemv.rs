@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use lorekeeper_engine::backend::{Backend, MatmulKernel};
-use lorekeeper_engine::kernels;
+use lorekeeper_engine::gpu::kernels;
 use lorekeeper_engine::rng::Pcg32;
 use lorekeeper_engine::{GpuContext, Q4Matrix, Requirements};
 

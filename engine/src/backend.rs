@@ -1,5 +1,6 @@
-//! The operations a model needs, implemented twice: by [`crate::cpu::CpuBackend`] (the
-//! kernels' plain-Rust references) and by [`crate::gpu::GpuContext`] (the WGSL kernels).
+//! The operations a model needs, implemented twice: by [`crate::cpu::CpuBackend`] (SIMD
+//! and threads) and by [`crate::gpu::GpuContext`] (the WGSL kernels). This file is the bottom
+//! layer of the engine: it imports nothing from either backend.
 //! Tests run one body against both and compare with an f64 oracle.
 //!
 //! Buffers are flat arrays of 4-byte words (f32 unless an op says otherwise); every op
@@ -8,6 +9,12 @@
 
 use crate::error::{shape_err, Result};
 use crate::quant::Q4Matrix;
+
+/// Longest causal conv1d kernel the backends hold (the WGSL window's `MAX_K`).
+pub const MAX_CONV_KERNEL: usize = 8;
+
+/// Largest key head dimension the kernel holds in registers (`MAX_DK` in the WGSL).
+pub const MAX_DELTA_K_DIM: usize = 128;
 
 /// Which 4-bit matmul kernel to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,8 +127,6 @@ pub trait Backend {
     fn write(&self, buf: &Self::Buffer, data: &[f32]) -> Result<()>;
     /// An LQ4 matrix on the device.
     fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<Self::Q4>;
-    /// Shape `(rows, cols)` of a device LQ4 matrix.
-    fn q4_shape(&self, w: &Self::Q4) -> (usize, usize);
     /// Whether a 4-bit matmul of `m` activation rows first rounds the activations to 8-bit
     /// blocks (the CPU's integer dot products, [`crate::cpu::q8`]); `false`: f32 activations.
     /// Tests choose their oracle by it.
@@ -526,7 +531,7 @@ pub(crate) mod check {
         channels: usize,
         kernel: usize,
     ) -> Result<()> {
-        let max = crate::kernels::conv1d::MAX_KERNEL;
+        let max = MAX_CONV_KERNEL;
         if kernel < 2 || kernel > max {
             return Err(shape_err(
                 "conv1d_silu",
@@ -570,7 +575,7 @@ pub(crate) mod check {
         out: &B,
         s: DeltaShape,
     ) -> Result<()> {
-        let max = crate::kernels::delta_rule::MAX_K_DIM;
+        let max = MAX_DELTA_K_DIM;
         if s.k_heads == 0 || !s.v_heads.is_multiple_of(s.k_heads) || s.v_heads == 0 {
             return Err(shape_err(
                 "gated_delta_rule",

@@ -114,7 +114,7 @@ pub fn apply_repetition_penalty(logits: &mut [f32], seen: &[u32], penalty: f32) 
 
 /// Top-k and normaliser on the host (used with a repetition penalty).
 fn host_select(logits: &[f32], k: usize, temperature: f32) -> (Vec<(u32, f32)>, f64) {
-    let sel = crate::kernels::topk::cpu(
+    let sel = crate::cpu::select::select_reference(
         logits,
         k,
         Some(if temperature > 0.0 {

@@ -14,7 +14,6 @@ pub mod error;
 pub mod generate;
 pub mod gguf;
 pub mod gpu;
-pub mod kernels;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod loader;
 pub mod models;

@@ -3,7 +3,7 @@
 //! (`tests/web.rs`) run this same body.
 
 use lorekeeper_engine::generate::{next_token, SamplingParams};
-use lorekeeper_engine::models::llama::LoadOptions;
+use lorekeeper_engine::models::LoadOptions;
 use lorekeeper_engine::models::{Decoder, ModelConfig, WeightFormat};
 use lorekeeper_engine::rng::Pcg32;
 use lorekeeper_engine::weights::{Safetensors, WeightSource};

@@ -26,9 +26,10 @@ use lorekeeper_engine::answer::validate::{check, Caps};
 use lorekeeper_engine::answer::{ask, AskConfig, Mode, Retriever};
 use lorekeeper_engine::generate::{mask_allows, Constraint, Step};
 use lorekeeper_engine::gguf::Gguf;
-use lorekeeper_engine::models::llama::{Config, Llama, LoadOptions};
+use lorekeeper_engine::models::llama::Config;
 use lorekeeper_engine::models::Decoder;
 use lorekeeper_engine::models::WeightFormat;
+use lorekeeper_engine::models::{LoadOptions, ModelConfig};
 use lorekeeper_engine::retrieval::{chunk_corpus, IndexConfig, IngestOptions, StoryIndex};
 use lorekeeper_engine::rng::Pcg32;
 use lorekeeper_engine::tokenizer::Tokenizer;
@@ -286,7 +287,7 @@ fn pipeline_on_smollm2() {
         ctx: 2048,
         chunk: 256,
     };
-    let mut model = Decoder::from(Llama::load(&b, cfg, &src, opts).expect("load"));
+    let mut model = Decoder::load(&b, ModelConfig::Llama(cfg), &src, opts).expect("load");
     let chunks = chunk_corpus(
         &[("story.txt", STORY.as_bytes())],
         &IngestOptions::default(),

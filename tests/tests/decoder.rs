@@ -8,8 +8,9 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use lorekeeper_engine::models::llama::{Config, Llama, LoadOptions};
+use lorekeeper_engine::models::llama::Config;
 use lorekeeper_engine::models::WeightFormat;
+use lorekeeper_engine::models::{Decoder, LoadOptions, ModelConfig};
 use lorekeeper_engine::weights::Safetensors;
 use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements};
 use lorekeeper_tests::decoder;
@@ -79,9 +80,9 @@ fn bad_inputs_are_errors() {
     let (dir, cfg) = fixture("qwen3-tiny");
     let src = Safetensors::open_dir(&dir).expect("weights");
     let b = CpuBackend;
-    let mut m = Llama::load(
+    let mut m = Decoder::load(
         &b,
-        cfg.clone(),
+        ModelConfig::Llama(cfg.clone()),
         &src,
         LoadOptions {
             ctx: 8,
@@ -105,7 +106,7 @@ fn bad_inputs_are_errors() {
     // Wrong shapes in the config: the loader names the tensor and both shapes.
     let mut wrong = cfg.clone();
     wrong.intermediate_size = 96;
-    let e = Llama::load(&b, wrong, &src, LoadOptions::default())
+    let e = Decoder::load(&b, ModelConfig::Llama(wrong), &src, LoadOptions::default())
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();

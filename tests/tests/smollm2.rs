@@ -13,8 +13,9 @@
 use std::path::PathBuf;
 
 use lorekeeper_engine::gguf::Gguf;
-use lorekeeper_engine::models::llama::{Config, Llama, LoadOptions};
+use lorekeeper_engine::models::llama::Config;
 use lorekeeper_engine::models::WeightFormat;
+use lorekeeper_engine::models::{Decoder, LoadOptions, ModelConfig};
 use lorekeeper_engine::tokenizer::Tokenizer;
 use lorekeeper_engine::weights::GgufSource;
 use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements};
@@ -74,8 +75,8 @@ fn greedy_matches_llamacpp<B: Backend>(b: &B, format: WeightFormat, near_tie: f3
         ctx: 256,
         chunk: 64,
     };
-    let mut model = Llama::load(b, cfg, &src, opts).expect("load");
-    let v = model.cfg.vocab_size;
+    let mut model = Decoder::load(b, ModelConfig::Llama(cfg), &src, opts).expect("load");
+    let v = model.vocab_size();
     let mut agreed_total = 0;
     for (ci, case) in fixture["cases"]
         .as_array()
@@ -102,7 +103,7 @@ fn greedy_matches_llamacpp<B: Backend>(b: &B, format: WeightFormat, near_tie: f3
             .map(|x| x.as_u64().expect("id") as u32)
             .collect();
         let top2 = case["top2"].as_array().expect("top2");
-        model.reset();
+        model.reset(b).expect("reset");
         model.forward(b, &ids, false).expect("prefill");
         let mut agreed = 0;
         let mut parted = None;

@@ -10,7 +10,7 @@ use crate::backend::Backend;
 use crate::bundle::{BundlePart, IndexBundle, Manifest, ModelBundle, Quant, MANIFEST_FILE};
 use crate::embed::Embedder;
 use crate::error::{EngineError, Result};
-use crate::models::llama::LoadOptions;
+use crate::models::LoadOptions;
 use crate::models::WeightFormat;
 use crate::models::{Decoder, ModelConfig};
 use crate::tokenizer::Tokenizer;

@@ -6,9 +6,9 @@
 //! The plain-Rust reference with f32 activations, [`crate::kernels::q4_gemv::cpu`], stays the
 //! oracle; tests compare this path with an f64 evaluation of the same rounded activations.
 
-use super::q8::Q8Rows;
-use super::simd::{lq4_q8, Isa, Lq4Row};
-use super::OutPtr;
+use super::math::OutPtr;
+use super::q8::{Lq4Row, Q8Rows};
+use super::simd::{lq4_q8, Isa};
 use crate::quant::{Q4Matrix, GROUP};
 
 /// Rows per task at least (a task's fixed cost is a few hundred nanoseconds).

@@ -1,5 +1,6 @@
 //! 8-bit activation blocks for the CPU's integer dot products (the scheme of llama.cpp's
-//! `block_q8_0` / `block_q8_1`, which its q4 × q8 dot products read).
+//! `block_q8_0` / `block_q8_1`, which its q4 × q8 dot products read), and the LQ4 row view
+//! ([`Lq4Row`]) they are multiplied with.
 //!
 //! A row of `k` activations (`k % 32 == 0`) is cut into blocks of 32. Each block keeps
 //! - a scale `d = max|x| / 127` (0 for an all-zero block),
@@ -110,6 +111,16 @@ pub struct Q8Row<'a> {
     pub d: &'a [f32],
     /// `k / 32` exact sums.
     pub sum: &'a [f32],
+}
+
+/// One LQ4 row as bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Lq4Row<'a> {
+    /// `K / 2` bytes: byte `j` of group `g` holds weight `32g + 2j` in its low nibble and
+    /// `32g + 2j + 1` in its high nibble.
+    pub codes: &'a [u8],
+    /// `2·K / 32` bytes: `(sub-scale, sub-min)` per group.
+    pub subs: &'a [u8],
 }
 
 #[cfg(test)]

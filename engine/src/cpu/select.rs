@@ -1,7 +1,7 @@
 //! Sampling's read of the logits on the CPU: the top `k` candidates in one pass over the
 //! vocabulary (a sorted buffer of `k`, touched only by values above its last), and the softmax
 //! normaliser with the vectorizable [`super::fast_exp`]. Same contract as the reference
-//! [`crate::kernels::topk::cpu`] (ties to the lower id, NaN and −∞ lowest), which sorts the
+//! [`select_reference`] (ties to the lower id, NaN and −∞ lowest), which sorts the
 //! whole vocabulary and is this function's oracle.
 
 use crate::backend::Selection;
@@ -33,7 +33,7 @@ pub fn select(logits: &[f32], k: usize, inv_temp: Option<f32>) -> Selection {
                     // NaN and −∞ (below f32::MIN) contribute nothing, as in the reference.
                     let v = x[j];
                     acc[j] += if v >= f32::MIN {
-                        super::fast_exp((v - mx) * it)
+                        super::math::fast_exp((v - mx) * it)
                     } else {
                         0.0
                     };
@@ -42,7 +42,7 @@ pub fn select(logits: &[f32], k: usize, inv_temp: Option<f32>) -> Selection {
             let mut s: f64 = acc.iter().map(|&a| a as f64).sum();
             for &v in rest {
                 if v >= f32::MIN {
-                    s += super::fast_exp((v - mx) * it) as f64;
+                    s += super::math::fast_exp((v - mx) * it) as f64;
                 }
             }
             total += s;
@@ -52,9 +52,33 @@ pub fn select(logits: &[f32], k: usize, inv_temp: Option<f32>) -> Selection {
     Selection { top, sum_exp }
 }
 
+/// Plain-Rust reference: stable top-k (ties to the lower id, NaN lowest) and the normaliser.
+pub fn select_reference(logits: &[f32], k: usize, inv_temp: Option<f32>) -> Selection {
+    let key = |v: f32| if v >= f32::MIN { v } else { f32::MIN };
+    let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
+    idx.sort_by(|&a, &b| {
+        key(logits[b as usize])
+            .partial_cmp(&key(logits[a as usize]))
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.cmp(&b))
+    });
+    let top: Vec<(u32, f32)> = idx[..k]
+        .iter()
+        .map(|&i| (i, key(logits[i as usize])))
+        .collect();
+    let sum_exp = inv_temp.map(|it| {
+        let mx = top[0].1;
+        logits
+            .iter()
+            .filter(|v| **v >= f32::MIN)
+            .map(|&v| (((v - mx) * it) as f64).exp())
+            .sum()
+    });
+    Selection { top, sum_exp }
+}
+
 #[cfg(test)]
 mod tests {
-    use crate::kernels::topk;
     use crate::rng::Pcg32;
 
     #[test]
@@ -79,7 +103,7 @@ mod tests {
                 l[5] = f32::NEG_INFINITY;
                 l[n - 1] = f32::NAN;
             }
-            let want = topk::cpu(&l, k, Some(0.7));
+            let want = super::select_reference(&l, k, Some(0.7));
             let got = super::select(&l, k, Some(0.7));
             assert_eq!(got.top.len(), want.top.len());
             for (g, w) in got.top.iter().zip(&want.top) {

@@ -1,42 +1,13 @@
 //! [`Backend`] on the GPU: shape checks, then the kernels' dispatch functions.
 
-use super::GpuContext;
+use super::buffer::{GpuBuffer, GpuQ4};
+use super::context::GpuContext;
+use super::kernels;
 use crate::backend::{
-    check, need_len, AttnShape, Backend, BufferLen, DeltaShape, MatmulKernel, RopeShape, Selection,
+    check, need_len, AttnShape, Backend, DeltaShape, MatmulKernel, RopeShape, Selection,
 };
 use crate::error::{shape_err, Result};
-use crate::kernels;
 use crate::quant::Q4Matrix;
-
-/// A device buffer of `len` 4-byte elements.
-#[derive(Clone, Debug)]
-pub struct GpuBuffer {
-    /// The wgpu buffer (may be larger than `len` elements).
-    pub buf: wgpu::Buffer,
-    /// Elements.
-    pub len: usize,
-}
-
-impl BufferLen for GpuBuffer {
-    fn len(&self) -> usize {
-        self.len
-    }
-}
-
-/// An LQ4 matrix on the device: one buffer with the three sections.
-#[derive(Clone, Debug)]
-pub struct GpuQ4 {
-    /// Packed words.
-    pub buf: wgpu::Buffer,
-    /// N.
-    pub rows: usize,
-    /// K.
-    pub cols: usize,
-    /// Word offset of the sub-scale section.
-    pub sm_off: usize,
-    /// Word offset of the row-scale section.
-    pub rows_off: usize,
-}
 
 fn same(a: &wgpu::Buffer, b: &wgpu::Buffer) -> bool {
     a == b
@@ -89,10 +60,6 @@ impl Backend for GpuContext {
             sm_off: m.sm_offset(),
             rows_off: m.rows_offset(),
         })
-    }
-
-    fn q4_shape(&self, w: &GpuQ4) -> (usize, usize) {
-        (w.rows, w.cols)
     }
 
     async fn read(&self, buf: &GpuBuffer, offset: usize, len: usize) -> Result<Vec<f32>> {

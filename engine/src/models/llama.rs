@@ -17,8 +17,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Linear, Mlp, OutputHead, TokenEmbedding, WeightFormat};
-use crate::backend::{rope_table, AttnShape, Backend, RopeShape};
+use super::layers::{Linear, Mlp, OutputHead, TokenEmbedding, WeightFormat};
+use super::shell::{Architecture, KvCache, LoadOptions};
+use crate::backend::{rope_table, Backend, RopeShape};
 use crate::error::{EngineError, Result};
 use crate::gguf::Value;
 use crate::weights::{expect, GgufSource, WeightSource};
@@ -285,28 +286,7 @@ impl Config {
 
     /// End-of-sequence ids from the config (an int or a list).
     pub fn eos_ids(&self) -> Vec<u32> {
-        super::eos_ids(&self.eos_token_id)
-    }
-}
-
-/// Load-time options.
-#[derive(Clone, Copy, Debug)]
-pub struct LoadOptions {
-    /// Matmul weight storage.
-    pub format: WeightFormat,
-    /// KV-cache capacity in positions.
-    pub ctx: usize,
-    /// Largest prefill chunk in tokens (activations are sized for it).
-    pub chunk: usize,
-}
-
-impl Default for LoadOptions {
-    fn default() -> Self {
-        LoadOptions {
-            format: WeightFormat::F32,
-            ctx: 2048,
-            chunk: 64,
-        }
+        super::shell::eos_ids(&self.eos_token_id)
     }
 }
 
@@ -369,8 +349,7 @@ struct Layer<B: Backend> {
     attn: Attention<B>,
     post_attention_layernorm: B::Buffer,
     mlp: Mlp<B>,
-    k_cache: B::Buffer,
-    v_cache: B::Buffer,
+    cache: KvCache<B>,
 }
 
 /// Activations for one chunk, allocated once.
@@ -393,25 +372,17 @@ struct RunState<B: Backend> {
 pub struct Llama<B: Backend> {
     /// The configuration.
     pub cfg: Config,
-    opts: LoadOptions,
     embed: TokenEmbedding<B>,
     layers: Vec<Layer<B>>,
     head: OutputHead<B>,
     rope: B::Buffer,
     s: RunState<B>,
-    /// Positions already in the KV cache.
-    pos: usize,
 }
 
 impl<B: Backend> Llama<B> {
     /// Loads every weight by its HF name (shape-checked) and allocates the run state.
     pub fn load(b: &B, cfg: Config, src: &dyn WeightSource, opts: LoadOptions) -> Result<Self> {
-        if opts.ctx == 0 || opts.chunk == 0 {
-            return Err(EngineError::Shape {
-                op: "load",
-                detail: "context and chunk must be positive".into(),
-            });
-        }
+        opts.check()?;
         let (h, v, hd, kv) = (
             cfg.hidden_size,
             cfg.vocab_size,
@@ -432,8 +403,7 @@ impl<B: Backend> Llama<B> {
                 attn: Attention::new(b, &cfg, src, &p, fmt)?,
                 post_attention_layernorm: norm("post_attention_layernorm")?,
                 mlp: Mlp::new(b, src, &p, h, cfg.intermediate_size, fmt)?,
-                k_cache: b.alloc("k_cache", opts.ctx * kv * hd)?,
-                v_cache: b.alloc("v_cache", opts.ctx * kv * hd)?,
+                cache: KvCache::new(b, opts.ctx, kv, hd)?,
             });
         }
         let head = OutputHead::new(b, src, lm_head, (v, h), cfg.rms_norm_eps as f32, 0.0)?;
@@ -456,80 +426,29 @@ impl<B: Backend> Llama<B> {
         };
         Ok(Llama {
             cfg,
-            opts,
             embed,
             layers,
             head,
             rope,
             s,
-            pos: 0,
         })
     }
+}
 
-    /// Positions in the KV cache.
-    pub fn position(&self) -> usize {
-        self.pos
+impl<B: Backend> Architecture<B> for Llama<B> {
+    fn vocab_size(&self) -> usize {
+        self.cfg.vocab_size
     }
 
-    /// The model config.
-    pub fn config(&self) -> &Config {
-        &self.cfg
+    fn head(&self) -> &OutputHead<B> {
+        &self.head
     }
 
-    /// How the matmul weights are stored.
-    pub fn format(&self) -> WeightFormat {
-        self.opts.format
+    fn kv_caches(&self) -> Vec<&KvCache<B>> {
+        self.layers.iter().map(|l| &l.cache).collect()
     }
 
-    /// KV-cache capacity in positions.
-    pub fn context(&self) -> usize {
-        self.opts.ctx
-    }
-
-    /// Forgets the cached sequence.
-    pub fn reset(&mut self) {
-        self.pos = 0;
-    }
-
-    /// For timing only: continues as if `pos` positions were cached, filling them with
-    /// pseudo-random keys and values (never-written host memory would be read from the shared
-    /// zero page and time as free), so decode speed at a long context can be measured without
-    /// prefilling it.
-    pub fn seek_for_benchmark(&mut self, b: &B, pos: usize) -> Result<()> {
-        let pos = pos.min(self.opts.ctx.saturating_sub(1));
-        let fill = super::bench_fill(pos * self.cfg.kv_heads() * self.cfg.head_dim());
-        for l in &self.layers {
-            b.write(&l.k_cache, &fill)?;
-            b.write(&l.v_cache, &fill)?;
-        }
-        self.pos = pos;
-        Ok(())
-    }
-
-    /// Rewinds the cache to `pos` positions (for prompt reuse).
-    pub fn truncate(&mut self, pos: usize) {
-        self.pos = self.pos.min(pos);
-    }
-
-    /// Runs `tokens` through the model in chunks, appending to the KV cache. Afterwards
-    /// [`Llama::logits`] holds the last token's logits (`all_logits = false`), or every token's
-    /// logits of the final chunk (`all_logits = true`, which needs `tokens.len() <= chunk`).
-    pub fn forward(&mut self, b: &B, tokens: &[u32], all_logits: bool) -> Result<()> {
-        super::check_forward(
-            tokens,
-            self.pos,
-            self.opts.ctx,
-            self.opts.chunk,
-            self.cfg.vocab_size,
-            all_logits,
-        )?;
-        for chunk in tokens.chunks(self.opts.chunk) {
-            self.forward_chunk(b, chunk, all_logits)?;
-        }
-        Ok(())
-    }
-
-    fn forward_chunk(&mut self, b: &B, ids: &[u32], all_logits: bool) -> Result<()> {
+    fn forward_chunk(&mut self, b: &B, ids: &[u32], pos0: usize, all_logits: bool) -> Result<()> {
         let cfg = &self.cfg;
         let s = &self.s;
         let t = ids.len();
@@ -540,7 +459,6 @@ impl<B: Backend> Llama<B> {
             cfg.kv_heads(),
         );
         let eps = cfg.rms_norm_eps as f32;
-        let pos0 = self.pos;
         // 0. Embedding: x [t, h].
         self.embed.forward(b, ids, &s.x)?;
         for l in &self.layers {
@@ -569,21 +487,8 @@ impl<B: Backend> Llama<B> {
             };
             b.rope(q, &self.rope, rs(nh))?;
             b.rope(k, &self.rope, rs(kv))?;
-            // 5. append k, v to the cache                         [ctx, kv, hd]
-            b.copy(k, 0, &l.k_cache, pos0 * kv * hd, t * kv * hd)?;
-            b.copy(&s.v, 0, &l.v_cache, pos0 * kv * hd, t * kv * hd)?;
-            // 6. causal grouped-query attention                    [t, nh*hd]
-            let shape = AttnShape {
-                causal: true,
-                tokens: t,
-                heads: nh,
-                kv_heads: kv,
-                head_dim: hd,
-                pos0,
-                ctx: self.opts.ctx,
-                scale: 1.0 / (hd as f32).sqrt(),
-            };
-            b.attention(q, &l.k_cache, &l.v_cache, &s.att, shape)?;
+            // 5–6. append k, v to the cache, causal grouped-query attention  [t, nh*hd]
+            l.cache.attend(b, [q, k, &s.v], &s.att, t, nh, pos0)?;
             // 7. x += att Wo^T                                     [t, h]
             l.attn.o_proj.forward(b, &s.att, &s.o, t)?;
             b.add_assign(&s.x, &s.o, t * h)?;
@@ -593,20 +498,7 @@ impl<B: Backend> Llama<B> {
             b.add_assign(&s.x, &s.o, t * h)?;
         }
         // 9. final norm and LM head
-        self.head.forward(b, &s.x, &s.h, t, all_logits)?;
-        self.pos += t;
-        Ok(())
-    }
-
-    /// The logits buffer: `[rows, vocab]` with `rows` from the last forward.
-    pub fn logits(&self) -> (&B::Buffer, usize) {
-        self.head.logits()
-    }
-
-    /// Reads the logits of the last forward back to the host.
-    pub async fn read_logits(&self, b: &B) -> Result<Vec<f32>> {
-        let (buf, rows) = self.head.logits();
-        b.read(buf, 0, rows * self.cfg.vocab_size).await
+        self.head.forward(b, &s.x, &s.h, t, all_logits)
     }
 }
 

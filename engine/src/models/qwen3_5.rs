@@ -33,10 +33,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Linear, Mlp, OutputHead, TokenEmbedding, WeightFormat};
-use crate::backend::{rope_table, AttnShape, Backend, BufferLen, DeltaShape, RopeShape};
+use super::layers::{vector, Linear, Mlp, OutputHead, TokenEmbedding, WeightFormat};
+use super::shell::{Architecture, KvCache, LoadOptions};
+use crate::backend::{rope_table, Backend, BufferLen, DeltaShape, RopeShape};
 use crate::error::{EngineError, Result};
-use crate::models::llama::LoadOptions;
 use crate::weights::{expect, HostTensor, WeightSource};
 
 /// Matrices kept in f32 whatever the weight format: the decay and beta projections feed
@@ -220,7 +220,7 @@ impl Config {
                 "{nv} linear value heads are not a positive multiple of {nk} key heads"
             ));
         }
-        let max_dk = crate::kernels::delta_rule::MAX_K_DIM;
+        let max_dk = crate::backend::MAX_DELTA_K_DIM;
         if self.linear_key_head_dim == 0 || self.linear_key_head_dim > max_dk {
             return bad(format!(
                 "linear_key_head_dim {} is not in 1..={max_dk} (the delta-rule kernel's register state)",
@@ -230,7 +230,7 @@ impl Config {
         if self.linear_value_head_dim == 0 {
             return bad("linear_value_head_dim is 0".into());
         }
-        let max_k = crate::kernels::conv1d::MAX_KERNEL;
+        let max_k = crate::backend::MAX_CONV_KERNEL;
         if !(2..=max_k).contains(&self.linear_conv_kernel_dim) {
             return bad(format!(
                 "linear_conv_kernel_dim {} is not in 2..={max_k}",
@@ -320,7 +320,7 @@ impl Config {
 
     /// End-of-sequence ids from the config (an int or a list).
     pub fn eos_ids(&self) -> Vec<u32> {
-        super::eos_ids(&self.eos_token_id)
+        super::shell::eos_ids(&self.eos_token_id)
     }
 
     /// Every weight the model reads: HF name (text-model naming) and shape, in load order.
@@ -439,10 +439,6 @@ impl WeightSource for LanguageModelWeights<'_> {
 }
 
 /// A 1-D parameter uploaded as f32 after its shape check.
-fn vector<B: Backend>(b: &B, src: &dyn WeightSource, name: &str, len: usize) -> Result<B::Buffer> {
-    b.upload(name, &expect(src, name, &[len])?.data)
-}
-
 /// One Gated DeltaNet layer's weights and per-sequence state.
 struct GatedDeltaNet<B: Backend> {
     in_proj_qkv: Linear<B>,
@@ -508,8 +504,7 @@ struct GatedAttention<B: Backend> {
     o_proj: Linear<B>,
     q_norm: B::Buffer,
     k_norm: B::Buffer,
-    k_cache: B::Buffer,
-    v_cache: B::Buffer,
+    cache: KvCache<B>,
 }
 
 impl<B: Backend> GatedAttention<B> {
@@ -537,8 +532,7 @@ impl<B: Backend> GatedAttention<B> {
             o_proj: lin("o_proj", h, nh * hd)?,
             q_norm: vector(b, src, &format!("{sa}.q_norm.weight"), hd)?,
             k_norm: vector(b, src, &format!("{sa}.k_norm.weight"), hd)?,
-            k_cache: b.alloc("k_cache", opts.ctx * kv * hd)?,
-            v_cache: b.alloc("v_cache", opts.ctx * kv * hd)?,
+            cache: KvCache::new(b, opts.ctx, kv, hd)?,
         })
     }
 }
@@ -593,13 +587,11 @@ struct RunState<B: Backend> {
 pub struct Qwen35<B: Backend> {
     /// The configuration.
     pub cfg: Config,
-    opts: LoadOptions,
     embed: TokenEmbedding<B>,
     layers: Vec<Layer<B>>,
     head: OutputHead<B>,
     rope: B::Buffer,
     s: RunState<B>,
-    pos: usize,
 }
 
 impl<B: Backend> Qwen35<B> {
@@ -613,12 +605,7 @@ impl<B: Backend> Qwen35<B> {
     }
 
     fn load_from(b: &B, cfg: Config, src: &dyn WeightSource, opts: LoadOptions) -> Result<Self> {
-        if opts.ctx == 0 || opts.chunk == 0 {
-            return Err(EngineError::Shape {
-                op: "load",
-                detail: "context and chunk must be positive".into(),
-            });
-        }
+        opts.check()?;
         let (h, v, f) = (cfg.hidden_size, cfg.vocab_size, cfg.intermediate_size);
         let fmt = opts.format;
         let (embed, lm_head) = TokenEmbedding::new(b, src, v, h, fmt, cfg.tie_word_embeddings)?;
@@ -682,105 +669,12 @@ impl<B: Backend> Qwen35<B> {
         };
         Ok(Qwen35 {
             cfg,
-            opts,
             embed,
             layers,
             head,
             rope,
             s,
-            pos: 0,
         })
-    }
-
-    /// Positions processed since the last reset.
-    pub fn position(&self) -> usize {
-        self.pos
-    }
-
-    /// How the matmul weights are stored.
-    pub fn format(&self) -> WeightFormat {
-        self.opts.format
-    }
-
-    /// KV-cache capacity of the full-attention layers in positions.
-    pub fn context(&self) -> usize {
-        self.opts.ctx
-    }
-
-    /// Forgets the sequence: zeroes the conv and recurrent states (the KV cache is simply
-    /// overwritten).
-    pub fn reset(&mut self, b: &B) -> Result<()> {
-        for l in &self.layers {
-            if let Mixer::Linear(la) = &l.mixer {
-                b.copy(&self.s.zeros, 0, &la.conv_state, 0, la.conv_state.len())?;
-                b.copy(&self.s.zeros, 0, &la.state, 0, la.state.len())?;
-            }
-        }
-        self.pos = 0;
-        Ok(())
-    }
-
-    /// For timing only: continues as if `pos` positions were cached, filling the full layers'
-    /// caches with pseudo-random keys and values (see `Llama::seek_for_benchmark`); the linear
-    /// layers' state has the same size at any position.
-    pub fn seek_for_benchmark(&mut self, b: &B, pos: usize) -> Result<()> {
-        let pos = pos.min(self.opts.ctx.saturating_sub(1));
-        let fill = super::bench_fill(pos * self.cfg.num_key_value_heads * self.cfg.head_dim());
-        for l in &self.layers {
-            if let Mixer::Full(fa) = &l.mixer {
-                b.write(&fa.k_cache, &fill)?;
-                b.write(&fa.v_cache, &fill)?;
-            }
-        }
-        self.pos = pos;
-        Ok(())
-    }
-
-    /// Runs `tokens` through the model in chunks, continuing the sequence. Afterwards
-    /// [`Qwen35::logits`] holds the last token's logits, or every token's logits of the final
-    /// chunk with `all_logits` (which needs `tokens.len() <= chunk`).
-    pub fn forward(&mut self, b: &B, tokens: &[u32], all_logits: bool) -> Result<()> {
-        super::check_forward(
-            tokens,
-            self.pos,
-            self.opts.ctx,
-            self.opts.chunk,
-            self.cfg.vocab_size,
-            all_logits,
-        )?;
-        for chunk in tokens.chunks(self.opts.chunk) {
-            self.forward_chunk(b, chunk, all_logits)?;
-        }
-        Ok(())
-    }
-
-    fn forward_chunk(&mut self, b: &B, ids: &[u32], all_logits: bool) -> Result<()> {
-        let cfg = &self.cfg;
-        let s = &self.s;
-        let t = ids.len();
-        let h = cfg.hidden_size;
-        let eps = cfg.rms_norm_eps as f32;
-        let pos0 = self.pos;
-        // 0. Embedding: x [t, h].
-        self.embed.forward(b, ids, &s.x)?;
-        for l in &self.layers {
-            // 1. h = rms_norm(x) * (1 + w)                                  [t, h]
-            b.rms_norm(&s.x, &l.input_layernorm, &s.h, t, h, eps, 1.0)?;
-            match &l.mixer {
-                Mixer::Linear(la) => self.linear_attention(b, la, t)?,
-                Mixer::Full(fa) => self.full_attention(b, fa, t, pos0)?,
-            }
-            b.add_assign(&s.x, &s.o, t * h)?;
-            // 7. x += down(silu(gate(h2)) * up(h2)), h2 = rms_norm(x) * (1 + w)
-            b.rms_norm(&s.x, &l.post_attention_layernorm, &s.h, t, h, eps, 1.0)?;
-            l.mlp
-                .forward(b, &s.h, &s.mlp_gate, &s.mlp_up, &s.act, &s.o, t)?;
-            b.add_assign(&s.x, &s.o, t * h)?;
-        }
-        // 8. final norm and LM head
-        self.head.forward(b, &s.x, &s.h, t, all_logits)?;
-        self.pos += t;
-        Ok(())
     }
 
     /// Steps 2–6 of a linear-attention layer: `s.h` in, `s.o` out.
@@ -864,27 +758,68 @@ impl<B: Backend> Qwen35<B> {
         b.rope(&s.qn, &self.rope, rs(nh))?;
         b.rope(&s.kn, &self.rope, rs(kv))?;
         // 5. append to the cache, causal grouped-query attention          [t, nh*hd]
-        b.copy(&s.kn, 0, &fa.k_cache, pos0 * kv * hd, t * kv * hd)?;
-        b.copy(&s.v, 0, &fa.v_cache, pos0 * kv * hd, t * kv * hd)?;
-        let shape = AttnShape {
-            causal: true,
-            tokens: t,
-            heads: nh,
-            kv_heads: kv,
-            head_dim: hd,
-            pos0,
-            ctx: self.opts.ctx,
-            scale: 1.0 / (hd as f32).sqrt(),
-        };
-        b.attention(&s.qn, &fa.k_cache, &fa.v_cache, &s.att, shape)?;
+        fa.cache
+            .attend(b, [&s.qn, &s.kn, &s.v], &s.att, t, nh, pos0)?;
         // 6. o = (att * sigmoid(gate)) Wo^T                               [t, h]
         b.sigmoid_mul(&s.att, &s.gate, &s.att_g, t * nh * hd)?;
         fa.o_proj.forward(b, &s.att_g, &s.o, t)
     }
+}
 
-    /// The logits buffer: `[rows, vocab]` with `rows` from the last forward.
-    pub fn logits(&self) -> (&B::Buffer, usize) {
-        self.head.logits()
+impl<B: Backend> Architecture<B> for Qwen35<B> {
+    fn vocab_size(&self) -> usize {
+        self.cfg.vocab_size
+    }
+
+    fn head(&self) -> &OutputHead<B> {
+        &self.head
+    }
+
+    fn kv_caches(&self) -> Vec<&KvCache<B>> {
+        self.layers
+            .iter()
+            .filter_map(|l| match &l.mixer {
+                Mixer::Full(fa) => Some(&fa.cache),
+                Mixer::Linear(_) => None,
+            })
+            .collect()
+    }
+
+    /// Zeroes the linear layers' conv and recurrent states.
+    fn reset_state(&self, b: &B) -> Result<()> {
+        for l in &self.layers {
+            if let Mixer::Linear(la) = &l.mixer {
+                b.copy(&self.s.zeros, 0, &la.conv_state, 0, la.conv_state.len())?;
+                b.copy(&self.s.zeros, 0, &la.state, 0, la.state.len())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn forward_chunk(&mut self, b: &B, ids: &[u32], pos0: usize, all_logits: bool) -> Result<()> {
+        let cfg = &self.cfg;
+        let s = &self.s;
+        let t = ids.len();
+        let h = cfg.hidden_size;
+        let eps = cfg.rms_norm_eps as f32;
+        // 0. Embedding: x [t, h].
+        self.embed.forward(b, ids, &s.x)?;
+        for l in &self.layers {
+            // 1. h = rms_norm(x) * (1 + w)                                  [t, h]
+            b.rms_norm(&s.x, &l.input_layernorm, &s.h, t, h, eps, 1.0)?;
+            match &l.mixer {
+                Mixer::Linear(la) => self.linear_attention(b, la, t)?,
+                Mixer::Full(fa) => self.full_attention(b, fa, t, pos0)?,
+            }
+            b.add_assign(&s.x, &s.o, t * h)?;
+            // 7. x += down(silu(gate(h2)) * up(h2)), h2 = rms_norm(x) * (1 + w)
+            b.rms_norm(&s.x, &l.post_attention_layernorm, &s.h, t, h, eps, 1.0)?;
+            l.mlp
+                .forward(b, &s.h, &s.mlp_gate, &s.mlp_up, &s.act, &s.o, t)?;
+            b.add_assign(&s.x, &s.o, t * h)?;
+        }
+        // 8. final norm and LM head
+        self.head.forward(b, &s.x, &s.h, t, all_logits)
     }
 }
 

@@ -11,7 +11,7 @@
 //! pseudo-random keys and values, so the decode step reads what it would after a real prefill.
 
 use anyhow::{bail, Context, Result};
-use lorekeeper_engine::models::llama::LoadOptions;
+use lorekeeper_engine::models::LoadOptions;
 use lorekeeper_engine::models::{Decoder, ModelConfig, WeightFormat};
 use lorekeeper_engine::rng::Pcg32;
 use lorekeeper_engine::weights::{HostTensor, WeightSource};

@@ -9,8 +9,7 @@
 
 use std::arch::x86_64::*;
 
-use super::Lq4Row;
-use crate::cpu::q8::Q8Row;
+use crate::cpu::q8::{Lq4Row, Q8Row};
 
 /// See [`super::lq4_q8`].
 ///

@@ -10,7 +10,7 @@
 //! The inner products are exact in integers (at most 32·15·127 per group), so the ISAs differ
 //! from the scalar form only in the order of f32 additions.
 
-use super::q8::Q8Row;
+use super::q8::{Lq4Row, Q8Row};
 
 pub mod scalar;
 
@@ -23,16 +23,6 @@ pub mod simd128;
 
 #[cfg(target_endian = "big")]
 compile_error!("the CPU kernels read LQ4 words as little-endian bytes");
-
-/// One LQ4 row as bytes.
-#[derive(Clone, Copy, Debug)]
-pub struct Lq4Row<'a> {
-    /// `K / 2` bytes: byte `j` of group `g` holds weight `32g + 2j` in its low nibble and
-    /// `32g + 2j + 1` in its high nibble.
-    pub codes: &'a [u8],
-    /// `2·K / 32` bytes: `(sub-scale, sub-min)` per group.
-    pub subs: &'a [u8],
-}
 
 /// An instruction set the dot products are written for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,8 +1,7 @@
 //! The portable form of the LQ4 × Q8 row dot product: the reference every SIMD form is tested
 //! against, and what runs where no SIMD form exists.
 
-use super::Lq4Row;
-use crate::cpu::q8::Q8Row;
+use crate::cpu::q8::{Lq4Row, Q8Row};
 
 /// See [`super::lq4_q8`].
 pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>) -> (f32, f32) {

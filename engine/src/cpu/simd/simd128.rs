@@ -7,8 +7,7 @@
 
 use core::arch::wasm32::*;
 
-use super::Lq4Row;
-use crate::cpu::q8::Q8Row;
+use crate::cpu::q8::{Lq4Row, Q8Row};
 
 /// See [`super::lq4_q8`]. Lengths as in [`super::avx2::lq4_q8`]; checked by the dispatch.
 pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {

@@ -1,15 +1,11 @@
 //! One half of each row (splits Qwen3.5's interleaved query / output-gate projection).
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::error::Result;
-use crate::gpu::GpuContext;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "take_half",
-    source: include_str!("take_half.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("take_half");
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -43,12 +39,4 @@ pub(crate) fn dispatch(
         &[src, out],
         groups_for(rows * dim, wg),
     )
-}
-
-/// Plain-Rust reference.
-pub fn cpu(src: &[f32], out: &mut [f32], rows: usize, dim: usize, half: usize) {
-    for r in 0..rows {
-        out[r * dim..(r + 1) * dim]
-            .copy_from_slice(&src[r * 2 * dim + half * dim..r * 2 * dim + (half + 1) * dim]);
-    }
 }

@@ -1,15 +1,11 @@
-//! Residual add `acc += x`.
+//! Exact (erf) GELU.
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::error::Result;
-use crate::gpu::GpuContext;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "add",
-    source: include_str!("add.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("gelu");
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -18,11 +14,11 @@ struct Params {
     _p: [u32; 3],
 }
 
-/// Records the add. Shapes are checked by the caller.
+/// Records the activation. Shapes are checked by the caller.
 pub(crate) fn dispatch(
     ctx: &GpuContext,
-    acc: &wgpu::Buffer,
     x: &wgpu::Buffer,
+    out: &wgpu::Buffer,
     n: usize,
 ) -> Result<()> {
     let wg = ctx.tuning.elem_wg;
@@ -34,14 +30,7 @@ pub(crate) fn dispatch(
         &KERNEL,
         &[("WG", wg)],
         bytemuck::bytes_of(&p),
-        &[acc, x],
+        &[x, out],
         groups_for(n, wg),
     )
-}
-
-/// Plain-Rust reference.
-pub fn cpu(acc: &mut [f32], x: &[f32], n: usize) {
-    for i in 0..n {
-        acc[i] += x[i];
-    }
 }

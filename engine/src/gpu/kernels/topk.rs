@@ -1,23 +1,15 @@
 //! Top-k selection and the softmax normaliser, for sampling that reads back only what it needs.
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::backend::Selection;
 use crate::error::Result;
-use crate::gpu::GpuContext;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The top-k stage kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "topk",
-    source: include_str!("topk.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("topk");
 
 /// The normaliser kernel.
-pub const SUM_EXP: Kernel = Kernel {
-    label: "sum_exp",
-    source: include_str!("sum_exp.wgsl"),
-    entry: "main",
-};
+pub const SUM_EXP: Shader = crate::shader!("sum_exp");
 
 /// Threads per workgroup of both kernels.
 const WG: u32 = 256;
@@ -143,31 +135,6 @@ fn combine_partials(parts: &[f32], max: f32, inv_temp: f32) -> f64 {
         .chunks_exact(2)
         .map(|c| c[1] as f64 * (((c[0] - max) * inv_temp) as f64).exp())
         .sum()
-}
-
-/// Plain-Rust reference: stable top-k (ties to the lower id, NaN lowest) and the normaliser.
-pub fn cpu(logits: &[f32], k: usize, inv_temp: Option<f32>) -> Selection {
-    let key = |v: f32| if v >= f32::MIN { v } else { f32::MIN };
-    let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
-    idx.sort_by(|&a, &b| {
-        key(logits[b as usize])
-            .partial_cmp(&key(logits[a as usize]))
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(a.cmp(&b))
-    });
-    let top: Vec<(u32, f32)> = idx[..k]
-        .iter()
-        .map(|&i| (i, key(logits[i as usize])))
-        .collect();
-    let sum_exp = inv_temp.map(|it| {
-        let mx = top[0].1;
-        logits
-            .iter()
-            .filter(|v| **v >= f32::MIN)
-            .map(|&v| (((v - mx) * it) as f64).exp())
-            .sum()
-    });
-    Selection { top, sum_exp }
 }
 
 #[cfg(test)]

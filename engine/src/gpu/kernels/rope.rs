@@ -1,16 +1,12 @@
 //! Rotary position embedding (rotate-half pairing, partial rotary) from a host-built table.
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::backend::RopeShape;
 use crate::error::Result;
-use crate::gpu::GpuContext;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "rope",
-    source: include_str!("rope.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("rope");
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -46,22 +42,4 @@ pub(crate) fn dispatch(
         &[x, table],
         groups_for(s.tokens * s.heads * s.rot_dim / 2, wg),
     )
-}
-
-/// Plain-Rust reference.
-pub fn cpu(x: &mut [f32], table: &[f32], s: RopeShape) {
-    let half = s.rot_dim / 2;
-    for t in 0..s.tokens {
-        for h in 0..s.heads {
-            let base = (t * s.heads + h) * s.head_dim;
-            for i in 0..half {
-                let c = table[((s.pos0 + t) * half + i) * 2];
-                let sn = table[((s.pos0 + t) * half + i) * 2 + 1];
-                let a = x[base + i];
-                let b = x[base + i + half];
-                x[base + i] = a * c - b * sn;
-                x[base + i + half] = b * c + a * sn;
-            }
-        }
-    }
 }

@@ -1,15 +1,11 @@
-//! Output gate `x * sigmoid(gate)`.
+//! SwiGLU gate `silu(gate) * up`.
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::error::Result;
-use crate::gpu::GpuContext;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "sigmoid_mul",
-    source: include_str!("sigmoid_mul.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("silu_mul");
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -21,8 +17,8 @@ struct Params {
 /// Records the gate. Shapes are checked by the caller.
 pub(crate) fn dispatch(
     ctx: &GpuContext,
-    x: &wgpu::Buffer,
     gate: &wgpu::Buffer,
+    up: &wgpu::Buffer,
     out: &wgpu::Buffer,
     n: usize,
 ) -> Result<()> {
@@ -35,14 +31,7 @@ pub(crate) fn dispatch(
         &KERNEL,
         &[("WG", wg)],
         bytemuck::bytes_of(&p),
-        &[x, gate, out],
+        &[gate, up, out],
         groups_for(n, wg),
     )
-}
-
-/// Plain-Rust reference.
-pub fn cpu(x: &[f32], gate: &[f32], out: &mut [f32], n: usize) {
-    for i in 0..n {
-        out[i] = x[i] / (1.0 + (-gate[i]).exp());
-    }
 }

@@ -1,15 +1,11 @@
-//! SwiGLU gate `silu(gate) * up`.
+//! Output gate `x * sigmoid(gate)`.
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::error::Result;
-use crate::gpu::GpuContext;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "silu_mul",
-    source: include_str!("silu_mul.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("sigmoid_mul");
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -21,8 +17,8 @@ struct Params {
 /// Records the gate. Shapes are checked by the caller.
 pub(crate) fn dispatch(
     ctx: &GpuContext,
+    x: &wgpu::Buffer,
     gate: &wgpu::Buffer,
-    up: &wgpu::Buffer,
     out: &wgpu::Buffer,
     n: usize,
 ) -> Result<()> {
@@ -35,15 +31,7 @@ pub(crate) fn dispatch(
         &KERNEL,
         &[("WG", wg)],
         bytemuck::bytes_of(&p),
-        &[gate, up, out],
+        &[x, gate, out],
         groups_for(n, wg),
     )
-}
-
-/// Plain-Rust reference.
-pub fn cpu(gate: &[f32], up: &[f32], out: &mut [f32], n: usize) {
-    for i in 0..n {
-        let g = gate[i];
-        out[i] = g / (1.0 + (-g).exp()) * up[i];
-    }
 }

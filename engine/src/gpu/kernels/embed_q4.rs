@@ -1,16 +1,12 @@
 //! Embedding-row gather from an LQ4 table.
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::error::Result;
-use crate::gpu::{GpuContext, GpuQ4};
-use crate::quant::Q4Matrix;
+use crate::gpu::buffer::GpuQ4;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "embed_q4",
-    source: include_str!("embed_q4.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("embed_q4");
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -51,15 +47,4 @@ pub(crate) fn dispatch(
         &[&w.buf, ids, out],
         groups_for(tokens * w.cols, wg),
     )
-}
-
-/// Plain-Rust reference for a table holding vocabulary rows `row0..row0 + w.rows`; rows of
-/// `out` whose id lies elsewhere are left untouched.
-pub fn cpu(ids: &[u32], w: &Q4Matrix, row0: usize, out: &mut [f32]) {
-    for (t, &id) in ids.iter().enumerate() {
-        let Some(r) = (id as usize).checked_sub(row0).filter(|&r| r < w.rows) else {
-            continue;
-        };
-        w.dequantize_row(r, &mut out[t * w.cols..(t + 1) * w.cols]);
-    }
 }

@@ -1,74 +1,17 @@
 //! Grouped-query attention over the KV cache: causal (decode and prefill) or bidirectional
-//! (encoders).
+//! (encoders). Decode splits (token, KV head, key range) tasks across the pool and merges the
+//! partial softmaxes; prefill runs two packed SGEMMs per (head, block of query rows).
 
-use super::Kernel;
 use crate::backend::AttnShape;
-use crate::error::Result;
-use crate::gpu::GpuContext;
-
-/// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "attention",
-    source: include_str!("attention.wgsl"),
-    entry: "main",
-};
-
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    tokens: u32,
-    heads: u32,
-    kv_heads: u32,
-    head_dim: u32,
-    pos0: u32,
-    scale: f32,
-    causal: u32,
-    _p: u32,
-}
-
-/// Records attention. Shapes are checked by the caller (`head_dim <= 4 * WG`).
-pub(crate) fn dispatch(
-    ctx: &GpuContext,
-    q: &wgpu::Buffer,
-    k: &wgpu::Buffer,
-    v: &wgpu::Buffer,
-    out: &wgpu::Buffer,
-    s: AttnShape,
-) -> Result<()> {
-    let wg = ctx.tuning.attn_wg;
-    if s.head_dim > 4 * wg as usize {
-        return Err(crate::error::shape_err(
-            "attention",
-            format!("head_dim {} exceeds 4 x workgroup size {wg}", s.head_dim),
-        ));
-    }
-    let p = Params {
-        tokens: s.tokens as u32,
-        heads: s.heads as u32,
-        kv_heads: s.kv_heads as u32,
-        head_dim: s.head_dim as u32,
-        pos0: s.pos0 as u32,
-        scale: s.scale,
-        causal: u32::from(s.causal),
-        _p: 0,
-    };
-    ctx.dispatch(
-        &KERNEL,
-        &[("WG", wg)],
-        bytemuck::bytes_of(&p),
-        &[q, k, v, out],
-        [s.heads as u32, s.tokens as u32, 1],
-    )
-}
 
 /// Query rows per task of the blocked path.
 const QBLOCK: usize = 64;
 
 /// Plain-Rust reference: per (query, head) two-pass softmax for a few query rows (decode);
-/// from [`crate::cpu::GEMM_MIN_ROWS`] rows (prefill, encoders) per (head, block of query rows)
+/// from [`super::math::GEMM_MIN_ROWS`] rows (prefill, encoders) per (head, block of query rows)
 /// as two packed SGEMMs around a row softmax.
-pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
-    if s.tokens >= crate::cpu::GEMM_MIN_ROWS && s.head_dim > 0 {
+pub fn attention(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
+    if s.tokens >= super::math::GEMM_MIN_ROWS && s.head_dim > 0 {
         return blocked(q, k, v, out, s);
     }
     // Decode: one task per (token, KV head, key range). The query heads that share a KV head
@@ -78,7 +21,7 @@ pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
     let d = s.head_dim;
     let group = (s.heads / s.kv_heads.max(1)).max(1);
     let pairs = s.tokens * s.kv_heads;
-    let want = (2 * crate::cpu::pool::threads()).div_ceil(pairs.max(1));
+    let want = (2 * super::pool::threads()).div_ceil(pairs.max(1));
     let splits = want
         .min((s.pos0 + s.tokens).div_ceil(MIN_SPLIT_KEYS))
         .max(1);
@@ -86,8 +29,8 @@ pub fn cpu(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
     // range's max score and `Σ p`.
     let stride = group * (d + 2);
     let mut part = vec![0f32; pairs * splits * stride];
-    let pb = crate::cpu::OutPtr(part.as_mut_ptr());
-    crate::cpu::pool::for_ranges(pairs * splits, 1, |i0, i1| {
+    let pb = super::math::OutPtr(part.as_mut_ptr());
+    super::pool::for_ranges(pairs * splits, 1, |i0, i1| {
         let p = pb;
         for i in i0..i1 {
             let (pair, sp) = (i / splits, i % splits);
@@ -158,7 +101,7 @@ fn attend_part(
     keys: (usize, usize),
 ) {
     #[cfg(target_arch = "x86_64")]
-    if crate::cpu::simd::Isa::best() == crate::cpu::simd::Isa::Avx2 {
+    if super::simd::Isa::best() == super::simd::Isa::Avx2 {
         // SAFETY: `Isa::best()` returns Avx2 only where AVX2 and FMA were detected.
         return unsafe { attend_part_avx2(q, k, v, dst, s, at, keys) };
     }
@@ -210,15 +153,15 @@ fn attend_part_body(
     for j in j0..j1 {
         let kr = &k[(j * s.kv_heads + kvh) * d..][..d];
         for (g, qr) in qs.chunks_exact(d).enumerate() {
-            scores[g * n + j - j0] = crate::cpu::dot(qr, kr) * s.scale;
+            scores[g * n + j - j0] = super::math::dot(qr, kr) * s.scale;
         }
     }
     for (g, row) in scores.chunks_exact_mut(n).enumerate() {
         let mx = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
         row.iter_mut()
-            .for_each(|x| *x = crate::cpu::fast_exp(*x - mx));
+            .for_each(|x| *x = super::math::fast_exp(*x - mx));
         dst[g * (d + 2) + d] = mx;
-        dst[g * (d + 2) + d + 1] = crate::cpu::sum(row);
+        dst[g * (d + 2) + d + 1] = super::math::sum(row);
     }
     for j in j0..j1 {
         let vr = &v[(j * s.kv_heads + kvh) * d..][..d];
@@ -240,7 +183,7 @@ fn blocked(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
     let group = (s.heads / s.kv_heads.max(1)).max(1);
     let blocks = s.tokens.div_ceil(QBLOCK);
     let out = &mut out[..s.tokens * s.heads * d];
-    let base = crate::cpu::OutPtr(out.as_mut_ptr());
+    let base = super::math::OutPtr(out.as_mut_ptr());
     let task = |i: usize| {
         let (h, bi) = (i / blocks, i % blocks);
         let (t0, t1) = (bi * QBLOCK, ((bi + 1) * QBLOCK).min(s.tokens));
@@ -253,7 +196,7 @@ fn blocked(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
         // shape check admitted — and the `rows x n` scratch. C of the second call is rows
         // t0..t1 of head h of `out`, which no other task writes.
         unsafe {
-            crate::cpu::sgemm_nt(
+            super::math::sgemm_nt(
                 (rows, d, n),
                 s.scale,
                 (q.as_ptr().add((t0 * s.heads + h) * d), qs),
@@ -267,8 +210,8 @@ fn blocked(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
             let mx = live.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
             // (exponentials in their own loop and an eight-lane sum: both vectorize)
             live.iter_mut()
-                .for_each(|x| *x = crate::cpu::fast_exp(*x - mx));
-            let inv = 1.0 / crate::cpu::sum(live);
+                .for_each(|x| *x = super::math::fast_exp(*x - mx));
+            let inv = 1.0 / super::math::sum(live);
             live.iter_mut().for_each(|x| *x *= inv);
             dead.fill(0.0);
         }

@@ -1,16 +1,12 @@
 //! 4-bit GEMV (decode): `out[m][n] = sum_k x[m][k] * W[n][k]` for a few activation rows.
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::error::Result;
-use crate::gpu::{GpuContext, GpuQ4};
-use crate::quant::{Q4Matrix, GROUP};
+use crate::gpu::buffer::GpuQ4;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "q4_gemv",
-    source: include_str!("q4_gemv.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("q4_gemv");
 
 /// Uniform parameters (layout of `Params` in the WGSL).
 #[repr(C)]
@@ -64,32 +60,4 @@ pub(crate) fn dispatch(
         &[&w.buf, x, out],
         g,
     )
-}
-
-/// Plain-Rust reference, same factorisation as the kernel:
-/// per group `d*sc*dot(x, q) - dmin*mn*sum(x)`.
-pub fn cpu(x: &[f32], w: &Q4Matrix, out: &mut [f32], m: usize) {
-    let k = w.cols;
-    crate::cpu::par_rows(w.rows, m, out, |r0, r1, part| {
-        for row in r0..r1 {
-            let (d, dmin) = w.row_scales(row);
-            for mi in 0..m {
-                let xr = &x[mi * k..(mi + 1) * k];
-                let (mut acc_q, mut acc_m) = (0f32, 0f32);
-                for g in 0..k / GROUP {
-                    let (sc, mn) = w.sub(row, g);
-                    let mut dq = 0f32;
-                    let mut sx = 0f32;
-                    for i in 0..GROUP {
-                        let kk = g * GROUP + i;
-                        dq += xr[kk] * w.code(row, kk) as f32;
-                        sx += xr[kk];
-                    }
-                    acc_q += sc as f32 * dq;
-                    acc_m += mn as f32 * sx;
-                }
-                part[(row - r0) * m + mi] = d * acc_q - dmin * acc_m;
-            }
-        }
-    });
 }

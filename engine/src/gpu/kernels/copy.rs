@@ -1,15 +1,11 @@
 //! Plain copy kernel: the bandwidth yardstick the benchmarks compare the GEMV against.
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::error::Result;
-use crate::gpu::GpuContext;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "copy",
-    source: include_str!("copy.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("copy");
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

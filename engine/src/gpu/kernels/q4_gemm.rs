@@ -1,16 +1,11 @@
 //! 4-bit GEMM (prefill): tiled `out[m][n] = sum_k x[m][k] * W[n][k]`.
 
-use super::Kernel;
 use crate::error::Result;
-use crate::gpu::{GpuContext, GpuQ4};
-use crate::quant::Q4Matrix;
+use crate::gpu::buffer::GpuQ4;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "q4_gemm",
-    source: include_str!("q4_gemm.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("q4_gemm");
 
 /// Output tile edge (`BM` = `BN` in the WGSL; a test checks they agree).
 pub const TILE: usize = 32;
@@ -36,25 +31,6 @@ pub(crate) fn dispatch(
         &[&w.buf, x, out],
         g,
     )
-}
-
-/// CPU path: dequantize each weight row, then multiply (a packed SGEMM per 256 dequantized rows
-/// from `GEMM_MIN_ROWS` activation rows on).
-pub fn cpu(x: &[f32], w: &Q4Matrix, out: &mut [f32], m: usize) {
-    let k = w.cols;
-    if m >= crate::cpu::GEMM_MIN_ROWS {
-        return crate::cpu::par_gemm(x, crate::cpu::GemmWeights::Q4(w), w.rows, k, m, out);
-    }
-    crate::cpu::par_rows(w.rows, m, out, |r0, r1, part| {
-        let mut row = vec![0f32; k];
-        for r in r0..r1 {
-            w.dequantize_row(r, &mut row);
-            for mi in 0..m {
-                let xr = &x[mi * k..(mi + 1) * k];
-                part[(r - r0) * m + mi] = crate::cpu::dot(xr, &row);
-            }
-        }
-    });
 }
 
 #[cfg(test)]

@@ -1,15 +1,11 @@
 //! RMSNorm with an optional `(offset + weight)` form (Qwen3.5 uses offset 1).
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::error::Result;
-use crate::gpu::GpuContext;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "rms_norm",
-    source: include_str!("rms_norm.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("rms_norm");
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -45,24 +41,4 @@ pub(crate) fn dispatch(
         &[x, weight, out],
         groups_for(rows, 1),
     )
-}
-
-/// Plain-Rust reference.
-pub fn cpu(
-    x: &[f32],
-    weight: &[f32],
-    out: &mut [f32],
-    rows: usize,
-    dim: usize,
-    eps: f32,
-    weight_offset: f32,
-) {
-    for r in 0..rows {
-        let xr = &x[r * dim..(r + 1) * dim];
-        let ss: f32 = xr.iter().map(|v| v * v).sum();
-        let inv = 1.0 / (ss / dim as f32 + eps).sqrt();
-        for i in 0..dim {
-            out[r * dim + i] = xr[i] * inv * (weight[i] + weight_offset);
-        }
-    }
 }

@@ -1,15 +1,11 @@
 //! In-place row-broadcast bias add.
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::error::Result;
-use crate::gpu::GpuContext;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "add_bias",
-    source: include_str!("add_bias.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("add_bias");
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -40,13 +36,4 @@ pub(crate) fn dispatch(
         &[x, bias],
         groups_for(rows * cols, wg),
     )
-}
-
-/// Plain-Rust reference.
-pub fn cpu(x: &mut [f32], bias: &[f32], rows: usize, cols: usize) {
-    for r in 0..rows {
-        for (v, b) in x[r * cols..(r + 1) * cols].iter_mut().zip(bias) {
-            *v += b;
-        }
-    }
 }

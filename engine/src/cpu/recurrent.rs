@@ -1,63 +1,37 @@
-//! The gated delta rule of Qwen3.5's Gated DeltaNet layers: the recurrent kernel (decode steps
-//! and prefill chunks, state in registers for the whole chunk), its plain-Rust reference, and
-//! the chunked (UT-transform) form of the same recurrence as a second reference.
+//! The recurrent ops of the Qwen3.5 hybrid: the causal depthwise conv1d + SiLU and the gated
+//! delta rule (step by step, and chunked as the reference for long prompts).
 
 use crate::backend::DeltaShape;
-use crate::error::Result;
-use crate::gpu::GpuContext;
 
-use super::Kernel;
-
-/// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "gated_delta_rule",
-    source: include_str!("delta_rule.wgsl"),
-    entry: "main",
-};
-
-/// Largest key head dimension the kernel holds in registers (`MAX_DK` in the WGSL).
-pub const MAX_K_DIM: usize = 128;
-
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    tokens: u32,
-    k_heads: u32,
-    v_heads: u32,
-    k_dim: u32,
-    v_dim: u32,
-    _p: [u32; 3],
-}
-
-/// Records the recurrence. Shapes are checked by the caller.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn dispatch(
-    ctx: &GpuContext,
-    qkv: &wgpu::Buffer,
-    a: &wgpu::Buffer,
-    b: &wgpu::Buffer,
-    a_log: &wgpu::Buffer,
-    dt_bias: &wgpu::Buffer,
-    state: &wgpu::Buffer,
-    out: &wgpu::Buffer,
-    s: DeltaShape,
-) -> Result<()> {
-    let wg = ctx.tuning.elem_wg;
-    let p = Params {
-        tokens: s.tokens as u32,
-        k_heads: s.k_heads as u32,
-        v_heads: s.v_heads as u32,
-        k_dim: s.k_dim as u32,
-        v_dim: s.v_dim as u32,
-        _p: [0; 3],
-    };
-    ctx.dispatch(
-        &KERNEL,
-        &[("WG", wg)],
-        bytemuck::bytes_of(&p),
-        &[qkv, a, b, a_log, dt_bias, state, out],
-        [(s.v_dim as u32).div_ceil(wg), s.v_heads as u32, 1],
-    )
+/// Plain-Rust reference: `x[tokens][channels]`, `w[channels][kernel]`,
+/// `state[kernel-1][channels]` (updated), `out[tokens][channels]`.
+pub fn conv1d_silu(
+    x: &[f32],
+    w: &[f32],
+    state: &mut [f32],
+    out: &mut [f32],
+    tokens: usize,
+    channels: usize,
+    kernel: usize,
+) {
+    let mut win = vec![0f32; kernel];
+    for c in 0..channels {
+        for j in 0..kernel - 1 {
+            win[j] = state[j * channels + c];
+        }
+        for t in 0..tokens {
+            win[kernel - 1] = x[t * channels + c];
+            let mut acc = 0f32;
+            for j in 0..kernel {
+                acc += w[c * kernel + j] * win[j];
+            }
+            out[t * channels + c] = acc / (1.0 + (-acc).exp());
+            win.copy_within(1.., 0);
+        }
+        for j in 0..kernel - 1 {
+            state[j * channels + c] = win[j];
+        }
+    }
 }
 
 /// torch's softplus (beta 1, threshold 20).
@@ -108,7 +82,7 @@ fn step_inputs(
 /// v_heads*v_dim]`, `a, b[tokens][v_heads]`, `a_log, dt_bias[v_heads]`,
 /// `state[v_heads][k_dim][v_dim]` (updated), `out[tokens][v_heads*v_dim]`.
 #[allow(clippy::too_many_arguments)]
-pub fn cpu(
+pub fn gated_delta_rule(
     qkv: &[f32],
     a: &[f32],
     b: &[f32],
@@ -148,7 +122,7 @@ pub fn cpu(
 /// unit-lower-triangular (UT) solve, and the state is carried from chunk to chunk. Used to
 /// prove that the recurrent kernel and the chunked prefill agree.
 #[allow(clippy::too_many_arguments)]
-pub fn chunked_cpu(
+pub fn gated_delta_rule_chunked(
     qkv: &[f32],
     a: &[f32],
     b: &[f32],

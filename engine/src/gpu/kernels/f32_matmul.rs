@@ -1,23 +1,15 @@
 //! f32-weight matmul, GEMV (decode) and GEMM (prefill), for unquantized models and tests
 //! against Hugging Face at full precision.
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::error::Result;
-use crate::gpu::GpuContext;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The GEMV kernel.
-pub const GEMV: Kernel = Kernel {
-    label: "f32_gemv",
-    source: include_str!("f32_gemv.wgsl"),
-    entry: "main",
-};
+pub const GEMV: Shader = crate::shader!("f32_gemv");
 
 /// The GEMM kernel.
-pub const GEMM: Kernel = Kernel {
-    label: "f32_gemm",
-    source: include_str!("f32_gemm.wgsl"),
-    entry: "main",
-};
+pub const GEMM: Shader = crate::shader!("f32_gemm");
 
 /// Output tile edge of the GEMM (`BM` = `BN` in the WGSL).
 pub const TILE: usize = 32;
@@ -64,25 +56,6 @@ pub(crate) fn dispatch(
             g,
         )
     }
-}
-
-/// CPU path: for a few activation rows each weight row is read once and dotted with every
-/// activation row while it is in cache; from `GEMM_MIN_ROWS` rows on, a packed SGEMM per block
-/// of weight rows. Row blocks are split across the CPU's threads (natively).
-pub fn cpu(x: &[f32], w: &[f32], rows: usize, cols: usize, out: &mut [f32], m: usize) {
-    if m >= crate::cpu::GEMM_MIN_ROWS {
-        let w = crate::cpu::GemmWeights::F32(&w[..rows * cols]);
-        return crate::cpu::par_gemm(x, w, rows, cols, m, out);
-    }
-    crate::cpu::par_rows(rows, m, out, |r0, r1, part| {
-        for r in r0..r1 {
-            let wr = &w[r * cols..(r + 1) * cols];
-            for mi in 0..m {
-                let xr = &x[mi * cols..(mi + 1) * cols];
-                part[(r - r0) * m + mi] = crate::cpu::dot(xr, wr);
-            }
-        }
-    });
 }
 
 #[cfg(test)]

@@ -1,15 +1,11 @@
 //! Row-wise softmax.
 
-use super::{groups_for, Kernel};
+use super::groups_for;
 use crate::error::Result;
-use crate::gpu::GpuContext;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Kernel = Kernel {
-    label: "softmax",
-    source: include_str!("softmax.wgsl"),
-    entry: "main",
-};
+pub const KERNEL: Shader = crate::shader!("softmax");
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -39,16 +35,4 @@ pub(crate) fn dispatch(
         &[x, out],
         groups_for(rows, 1),
     )
-}
-
-/// Plain-Rust reference.
-pub fn cpu(x: &[f32], out: &mut [f32], rows: usize, cols: usize) {
-    for r in 0..rows {
-        let xr = &x[r * cols..(r + 1) * cols];
-        let mx = xr.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        let sum: f32 = xr.iter().map(|v| (v - mx).exp()).sum();
-        for i in 0..cols {
-            out[r * cols + i] = (xr[i] - mx).exp() / sum;
-        }
-    }
 }

@@ -1,0 +1,380 @@
+//! [`Backend`] on the CPU: shape checks, then the op families beside this file.
+
+use std::sync::{Arc, RwLock};
+
+use super::math::GEMM_MIN_ROWS;
+use super::{attention, elementwise, embed, matmul, norm, pool, recurrent, rope, select, simd};
+use crate::backend::{
+    check, need_len, AttnShape, Backend, BufferLen, DeltaShape, MatmulKernel, RopeShape, Selection,
+};
+use crate::error::{shape_err, Result};
+use crate::quant::Q4Matrix;
+
+/// A host buffer shared by handle, like a device buffer.
+#[derive(Clone, Debug)]
+pub struct CpuBuffer(Arc<RwLock<Vec<f32>>>);
+
+impl BufferLen for CpuBuffer {
+    fn len(&self) -> usize {
+        self.0.read().map(|v| v.len()).unwrap_or(0)
+    }
+}
+
+impl CpuBuffer {
+    fn get(&self) -> std::sync::RwLockReadGuard<'_, Vec<f32>> {
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+    fn get_mut(&self) -> std::sync::RwLockWriteGuard<'_, Vec<f32>> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The CPU backend.
+#[derive(Clone, Debug, Default)]
+pub struct CpuBackend;
+
+fn no_alias(op: &'static str, out: &CpuBuffer, inputs: &[&CpuBuffer]) -> Result<()> {
+    if inputs.iter().any(|i| Arc::ptr_eq(&i.0, &out.0)) {
+        return Err(shape_err(op, "the output buffer is also an input"));
+    }
+    Ok(())
+}
+
+impl Backend for CpuBackend {
+    type Buffer = CpuBuffer;
+    type Q4 = Arc<Q4Matrix>;
+
+    fn describe(&self) -> String {
+        let t = pool::threads();
+        format!(
+            "cpu ({}, {t} thread{})",
+            simd::Isa::best().name(),
+            if t == 1 { "" } else { "s" }
+        )
+    }
+
+    fn q4_rounds_activations(&self, m: usize) -> bool {
+        m < GEMM_MIN_ROWS
+    }
+
+    /// 256: prefill dequantizes each 4-bit matrix once per pass, so longer passes reuse it over
+    /// more rows (SmolLM2, 512-token prompt: 785 tok/s in passes of 128, 1,000–1,060 in one of
+    /// 512), but the run state grows with the pass (512 rows: +8 MB peak for `lorekeeper ask`
+    /// on the demo bundle, over the sessions' earlier 256).
+    fn prefill_chunk(&self) -> usize {
+        256
+    }
+
+    fn alloc(&self, _label: &str, len: usize) -> Result<CpuBuffer> {
+        Ok(CpuBuffer(Arc::new(RwLock::new(vec![0.0; len]))))
+    }
+
+    fn upload(&self, _label: &str, data: &[f32]) -> Result<CpuBuffer> {
+        Ok(CpuBuffer(Arc::new(RwLock::new(data.to_vec()))))
+    }
+
+    fn write(&self, buf: &CpuBuffer, data: &[f32]) -> Result<()> {
+        need_len("write", "destination", buf, data.len())?;
+        buf.get_mut()[..data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<Arc<Q4Matrix>> {
+        m.validate(label)?;
+        Ok(Arc::new(m.clone()))
+    }
+
+    async fn read(&self, buf: &CpuBuffer, offset: usize, len: usize) -> Result<Vec<f32>> {
+        need_len("read", "buffer", buf, offset + len)?;
+        Ok(buf.get()[offset..offset + len].to_vec())
+    }
+
+    fn q4_matmul(
+        &self,
+        x: &CpuBuffer,
+        w: &Arc<Q4Matrix>,
+        out: &CpuBuffer,
+        m: usize,
+        kernel: MatmulKernel,
+    ) -> Result<()> {
+        check::q4_matmul(x, out, w.rows, w.cols, m)?;
+        no_alias("q4_matmul", out, &[x])?;
+        let (x, mut o) = (x.get(), out.get_mut());
+        matmul::q4_matmul_into(&x, w, &mut o, m, (w.rows, 0));
+        let _ = kernel; // the row count decides: few rows → integer GEMV, else SGEMM
+        Ok(())
+    }
+
+    fn q4_matmul_block(
+        &self,
+        x: &CpuBuffer,
+        w: &Arc<Q4Matrix>,
+        out: &CpuBuffer,
+        m: usize,
+        kernel: MatmulKernel,
+        out_stride: usize,
+        out_off: usize,
+    ) -> Result<()> {
+        check::q4_matmul_block(x, out, (w.rows, w.cols), m, out_stride, out_off)?;
+        no_alias("q4_matmul_block", out, &[x])?;
+        let (x, mut o) = (x.get(), out.get_mut());
+        matmul::q4_matmul_into(&x, w, &mut o, m, (out_stride, out_off));
+        let _ = kernel;
+        Ok(())
+    }
+
+    fn f32_matmul(
+        &self,
+        x: &CpuBuffer,
+        w: &CpuBuffer,
+        rows: usize,
+        cols: usize,
+        out: &CpuBuffer,
+        m: usize,
+        _kernel: MatmulKernel,
+    ) -> Result<()> {
+        check::f32_matmul(x, w, rows, cols, out, m)?;
+        no_alias("f32_matmul", out, &[x, w])?;
+        matmul::f32_matmul(&x.get(), &w.get(), rows, cols, &mut out.get_mut(), m);
+        Ok(())
+    }
+
+    fn rms_norm(
+        &self,
+        x: &CpuBuffer,
+        weight: &CpuBuffer,
+        out: &CpuBuffer,
+        rows: usize,
+        dim: usize,
+        eps: f32,
+        weight_offset: f32,
+    ) -> Result<()> {
+        check::rms_norm(x, weight, out, rows, dim)?;
+        no_alias("rms_norm", out, &[x, weight])?;
+        norm::rms_norm(
+            &x.get(),
+            &weight.get(),
+            &mut out.get_mut(),
+            rows,
+            dim,
+            eps,
+            weight_offset,
+        );
+        Ok(())
+    }
+
+    fn rope(&self, x: &CpuBuffer, table: &CpuBuffer, shape: RopeShape) -> Result<()> {
+        check::rope(x, table, shape)?;
+        no_alias("rope", x, &[table])?;
+        rope::rope(&mut x.get_mut(), &table.get(), shape);
+        Ok(())
+    }
+
+    fn attention(
+        &self,
+        q: &CpuBuffer,
+        k_cache: &CpuBuffer,
+        v_cache: &CpuBuffer,
+        out: &CpuBuffer,
+        shape: AttnShape,
+    ) -> Result<()> {
+        check::attention(q, k_cache, v_cache, out, shape)?;
+        no_alias("attention", out, &[q, k_cache, v_cache])?;
+        attention::attention(
+            &q.get(),
+            &k_cache.get(),
+            &v_cache.get(),
+            &mut out.get_mut(),
+            shape,
+        );
+        Ok(())
+    }
+
+    fn silu_mul(&self, gate: &CpuBuffer, up: &CpuBuffer, out: &CpuBuffer, n: usize) -> Result<()> {
+        check::silu_mul(gate, up, out, n)?;
+        no_alias("silu_mul", out, &[gate, up])?;
+        elementwise::silu_mul(&gate.get(), &up.get(), &mut out.get_mut(), n);
+        Ok(())
+    }
+
+    fn sigmoid_mul(
+        &self,
+        x: &CpuBuffer,
+        gate: &CpuBuffer,
+        out: &CpuBuffer,
+        n: usize,
+    ) -> Result<()> {
+        check::sigmoid_mul(x, gate, out, n)?;
+        no_alias("sigmoid_mul", out, &[x, gate])?;
+        elementwise::sigmoid_mul(&x.get(), &gate.get(), &mut out.get_mut(), n);
+        Ok(())
+    }
+
+    fn take_half(
+        &self,
+        src: &CpuBuffer,
+        out: &CpuBuffer,
+        rows: usize,
+        dim: usize,
+        half: usize,
+    ) -> Result<()> {
+        check::take_half(src, out, rows, dim, half)?;
+        no_alias("take_half", out, &[src])?;
+        elementwise::take_half(&src.get(), &mut out.get_mut(), rows, dim, half);
+        Ok(())
+    }
+
+    fn conv1d_silu(
+        &self,
+        x: &CpuBuffer,
+        w: &CpuBuffer,
+        state: &CpuBuffer,
+        out: &CpuBuffer,
+        tokens: usize,
+        channels: usize,
+        kernel: usize,
+    ) -> Result<()> {
+        check::conv1d(x, w, state, out, tokens, channels, kernel)?;
+        no_alias("conv1d_silu", out, &[x, w, state])?;
+        no_alias("conv1d_silu", state, &[x, w])?;
+        recurrent::conv1d_silu(
+            &x.get(),
+            &w.get(),
+            &mut state.get_mut(),
+            &mut out.get_mut(),
+            tokens,
+            channels,
+            kernel,
+        );
+        Ok(())
+    }
+
+    fn gated_delta_rule(
+        &self,
+        qkv: &CpuBuffer,
+        a: &CpuBuffer,
+        b: &CpuBuffer,
+        a_log: &CpuBuffer,
+        dt_bias: &CpuBuffer,
+        state: &CpuBuffer,
+        out: &CpuBuffer,
+        shape: DeltaShape,
+    ) -> Result<()> {
+        check::delta_rule(qkv, a, b, a_log, dt_bias, state, out, shape)?;
+        no_alias("gated_delta_rule", out, &[qkv, a, b, a_log, dt_bias, state])?;
+        no_alias("gated_delta_rule", state, &[qkv, a, b, a_log, dt_bias])?;
+        recurrent::gated_delta_rule(
+            &qkv.get(),
+            &a.get(),
+            &b.get(),
+            &a_log.get(),
+            &dt_bias.get(),
+            &mut state.get_mut(),
+            &mut out.get_mut(),
+            shape,
+        );
+        Ok(())
+    }
+
+    fn layer_norm(
+        &self,
+        x: &CpuBuffer,
+        weight: &CpuBuffer,
+        bias: &CpuBuffer,
+        out: &CpuBuffer,
+        rows: usize,
+        dim: usize,
+        eps: f32,
+    ) -> Result<()> {
+        check::layer_norm(x, weight, bias, out, rows, dim)?;
+        no_alias("layer_norm", out, &[x, weight, bias])?;
+        norm::layer_norm(
+            &x.get(),
+            &weight.get(),
+            &bias.get(),
+            &mut out.get_mut(),
+            rows,
+            dim,
+            eps,
+        );
+        Ok(())
+    }
+
+    fn add_bias(&self, x: &CpuBuffer, bias: &CpuBuffer, rows: usize, cols: usize) -> Result<()> {
+        check::add_bias(x, bias, rows, cols)?;
+        no_alias("add_bias", x, &[bias])?;
+        elementwise::add_bias(&mut x.get_mut(), &bias.get(), rows, cols);
+        Ok(())
+    }
+
+    fn gelu(&self, x: &CpuBuffer, out: &CpuBuffer, n: usize) -> Result<()> {
+        check::add_assign(out, x, n).map_err(|_| {
+            crate::error::shape_err("gelu", format!("buffers shorter than {n} elements"))
+        })?;
+        no_alias("gelu", out, &[x])?;
+        elementwise::gelu(&x.get()[..n], &mut out.get_mut()[..n]);
+        Ok(())
+    }
+
+    fn add_assign(&self, acc: &CpuBuffer, x: &CpuBuffer, n: usize) -> Result<()> {
+        check::add_assign(acc, x, n)?;
+        no_alias("add_assign", acc, &[x])?;
+        elementwise::add_assign(&mut acc.get_mut(), &x.get(), n);
+        Ok(())
+    }
+
+    fn softmax(&self, x: &CpuBuffer, out: &CpuBuffer, rows: usize, cols: usize) -> Result<()> {
+        check::softmax(x, out, rows, cols)?;
+        no_alias("softmax", out, &[x])?;
+        elementwise::softmax(&x.get(), &mut out.get_mut(), rows, cols);
+        Ok(())
+    }
+
+    fn embed_q4(&self, ids: &[u32], table: &Arc<Q4Matrix>, out: &CpuBuffer) -> Result<()> {
+        check::embed(ids, table.rows, table.cols, out)?;
+        embed::embed_q4(ids, table, 0, &mut out.get_mut());
+        Ok(())
+    }
+
+    fn embed_q4_block(
+        &self,
+        ids: &[u32],
+        table: &Arc<Q4Matrix>,
+        row0: usize,
+        out: &CpuBuffer,
+    ) -> Result<()> {
+        check::embed_block(ids, table.cols, out)?;
+        embed::embed_q4(ids, table, row0, &mut out.get_mut());
+        Ok(())
+    }
+
+    fn copy(
+        &self,
+        src: &CpuBuffer,
+        src_offset: usize,
+        dst: &CpuBuffer,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        check::copy(src, src_offset, dst, dst_offset, len)?;
+        if Arc::ptr_eq(&src.0, &dst.0) {
+            dst.get_mut()
+                .copy_within(src_offset..src_offset + len, dst_offset);
+        } else {
+            dst.get_mut()[dst_offset..dst_offset + len]
+                .copy_from_slice(&src.get()[src_offset..src_offset + len]);
+        }
+        Ok(())
+    }
+
+    async fn select(
+        &self,
+        logits: &CpuBuffer,
+        n: usize,
+        k: usize,
+        inv_temp: Option<f32>,
+    ) -> Result<Selection> {
+        check::select(logits, n, k)?;
+        Ok(select::select(&logits.get()[..n], k, inv_temp))
+    }
+}

@@ -1,0 +1,36 @@
+//! Residual add `acc += x`.
+
+use super::groups_for;
+use crate::error::Result;
+use crate::gpu::context::{GpuContext, Shader};
+
+/// The kernel.
+pub const KERNEL: Shader = crate::shader!("add");
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    _p: [u32; 3],
+}
+
+/// Records the add. Shapes are checked by the caller.
+pub(crate) fn dispatch(
+    ctx: &GpuContext,
+    acc: &wgpu::Buffer,
+    x: &wgpu::Buffer,
+    n: usize,
+) -> Result<()> {
+    let wg = ctx.tuning.elem_wg;
+    let p = Params {
+        n: n as u32,
+        _p: [0; 3],
+    };
+    ctx.dispatch(
+        &KERNEL,
+        &[("WG", wg)],
+        bytemuck::bytes_of(&p),
+        &[acc, x],
+        groups_for(n, wg),
+    )
+}

@@ -1,0 +1,254 @@
+//! The decoder shell every architecture shares: load options, the sequence position and its
+//! checks, the chunked forward driver, KV caches and the benchmark seek. An architecture
+//! implements [`Architecture`] — its own layers and the forward of one chunk — and nothing
+//! else.
+
+use crate::backend::{AttnShape, Backend};
+use crate::error::{EngineError, Result};
+
+use super::layers::{OutputHead, WeightFormat};
+
+/// Load-time options.
+#[derive(Clone, Copy, Debug)]
+pub struct LoadOptions {
+    /// Matmul weight storage.
+    pub format: WeightFormat,
+    /// KV-cache capacity in positions.
+    pub ctx: usize,
+    /// Largest prefill chunk in tokens (activations are sized for it).
+    pub chunk: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            format: WeightFormat::F32,
+            ctx: 2048,
+            chunk: 64,
+        }
+    }
+}
+
+impl LoadOptions {
+    /// Refuses a zero context or chunk before anything is allocated.
+    pub fn check(&self) -> Result<()> {
+        if self.ctx == 0 || self.chunk == 0 {
+            return Err(EngineError::Shape {
+                op: "load",
+                detail: "context and chunk must be positive".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What an architecture brings to the shell: its layers' forward over one chunk and access to
+/// its per-sequence state.
+pub trait Architecture<B: Backend> {
+    /// Vocabulary size (logit row length).
+    fn vocab_size(&self) -> usize;
+    /// Runs `ids` (at most the chunk) at positions `pos0..`, embedding to logits.
+    fn forward_chunk(&mut self, b: &B, ids: &[u32], pos0: usize, all_logits: bool) -> Result<()>;
+    /// The final norm and LM head, which holds the logits of the last chunk.
+    fn head(&self) -> &OutputHead<B>;
+    /// The attention layers' KV caches.
+    fn kv_caches(&self) -> Vec<&KvCache<B>>;
+    /// Zeroes any fixed-size recurrent state (the KV caches are simply overwritten).
+    fn reset_state(&self, _b: &B) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// One attention layer's keys and values, `[ctx][kv_heads][head_dim]` each.
+pub struct KvCache<B: Backend> {
+    k: B::Buffer,
+    v: B::Buffer,
+    ctx: usize,
+    kv_heads: usize,
+    head_dim: usize,
+}
+
+impl<B: Backend> KvCache<B> {
+    /// Allocates a cache of `ctx` positions.
+    pub fn new(b: &B, ctx: usize, kv_heads: usize, head_dim: usize) -> Result<Self> {
+        let len = ctx * kv_heads * head_dim;
+        Ok(KvCache {
+            k: b.alloc("k_cache", len)?,
+            v: b.alloc("v_cache", len)?,
+            ctx,
+            kv_heads,
+            head_dim,
+        })
+    }
+
+    /// Appends `k, v[t][kv_heads][head_dim]` at `pos0`, then causal grouped-query attention of
+    /// `q[t][heads][head_dim]` over positions `0..=pos0 + i` into `out[t][heads][head_dim]`.
+    pub fn attend(
+        &self,
+        b: &B,
+        qkv: [&B::Buffer; 3],
+        out: &B::Buffer,
+        t: usize,
+        heads: usize,
+        pos0: usize,
+    ) -> Result<()> {
+        let [q, k, v] = qkv;
+        let (kv, hd) = (self.kv_heads, self.head_dim);
+        b.copy(k, 0, &self.k, pos0 * kv * hd, t * kv * hd)?;
+        b.copy(v, 0, &self.v, pos0 * kv * hd, t * kv * hd)?;
+        let shape = AttnShape {
+            causal: true,
+            tokens: t,
+            heads,
+            kv_heads: kv,
+            head_dim: hd,
+            pos0,
+            ctx: self.ctx,
+            scale: 1.0 / (hd as f32).sqrt(),
+        };
+        b.attention(q, &self.k, &self.v, out, shape)
+    }
+
+    /// Fills the first `pos` positions with pseudo-random values (for timing only).
+    fn fill_for_benchmark(&self, b: &B, pos: usize) -> Result<()> {
+        let fill = bench_fill(pos * self.kv_heads * self.head_dim);
+        b.write(&self.k, &fill)?;
+        b.write(&self.v, &fill)
+    }
+}
+
+/// A sequence's position and the options it was loaded with: the driver around an
+/// [`Architecture`].
+#[derive(Clone, Copy, Debug)]
+pub struct Sequence {
+    opts: LoadOptions,
+    pos: usize,
+}
+
+impl Sequence {
+    /// A new, empty sequence (`opts` checked).
+    pub fn new(opts: LoadOptions) -> Result<Self> {
+        opts.check()?;
+        Ok(Sequence { opts, pos: 0 })
+    }
+
+    /// Positions processed since the last reset.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Context capacity in positions.
+    pub fn context(&self) -> usize {
+        self.opts.ctx
+    }
+
+    /// How the matmul weights are stored.
+    pub fn format(&self) -> WeightFormat {
+        self.opts.format
+    }
+
+    /// Forgets the sequence.
+    pub fn reset<B: Backend>(&mut self, arch: &dyn Architecture<B>, b: &B) -> Result<()> {
+        arch.reset_state(b)?;
+        self.pos = 0;
+        Ok(())
+    }
+
+    /// For timing only: continues as if `pos` positions were cached, filling the KV caches with
+    /// pseudo-random keys and values (never-written host memory would be read from the shared
+    /// zero page and time as free), so decode speed at a long context can be measured without
+    /// prefilling it. Recurrent state has the same size at any position.
+    pub fn seek_for_benchmark<B: Backend>(
+        &mut self,
+        arch: &dyn Architecture<B>,
+        b: &B,
+        pos: usize,
+    ) -> Result<()> {
+        let pos = pos.min(self.opts.ctx.saturating_sub(1));
+        for c in arch.kv_caches() {
+            c.fill_for_benchmark(b, pos)?;
+        }
+        self.pos = pos;
+        Ok(())
+    }
+
+    /// Runs `tokens` through `arch` in chunks, continuing the sequence. Afterwards the head
+    /// holds the last token's logits (`all_logits = false`), or every token's logits of the
+    /// final chunk (`all_logits = true`, which needs `tokens.len() <= chunk`).
+    pub fn forward<B: Backend>(
+        &mut self,
+        arch: &mut dyn Architecture<B>,
+        b: &B,
+        tokens: &[u32],
+        all_logits: bool,
+    ) -> Result<()> {
+        let (ctx, chunk) = (self.opts.ctx, self.opts.chunk);
+        check_forward(tokens, self.pos, ctx, chunk, arch.vocab_size(), all_logits)?;
+        for ids in tokens.chunks(chunk) {
+            arch.forward_chunk(b, ids, self.pos, all_logits)?;
+            self.pos += ids.len();
+        }
+        Ok(())
+    }
+}
+
+/// `n` pseudo-random values in [-1, 1) (a cheap LCG), for benchmark caches.
+fn bench_fill(n: usize) -> Vec<f32> {
+    let mut x = 0x9e37_79b9u32;
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (x >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// End-of-sequence ids from a config's `eos_token_id` (an int or a list).
+pub(crate) fn eos_ids(v: &Option<serde_json::Value>) -> Vec<u32> {
+    match v {
+        Some(serde_json::Value::Number(n)) => {
+            n.as_u64().map(|v| vec![v as u32]).unwrap_or_default()
+        }
+        Some(serde_json::Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| v.as_u64())
+            .map(|v| v as u32)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The checks every decoder's `forward` makes before touching the device.
+fn check_forward(
+    tokens: &[u32],
+    pos: usize,
+    ctx: usize,
+    chunk: usize,
+    vocab: usize,
+    all_logits: bool,
+) -> Result<()> {
+    let bad = |detail: String| {
+        Err(EngineError::Shape {
+            op: "forward",
+            detail,
+        })
+    };
+    if tokens.is_empty() {
+        return bad("no tokens".into());
+    }
+    if pos + tokens.len() > ctx {
+        return bad(format!(
+            "{pos} cached + {} new tokens exceed the context of {ctx} positions",
+            tokens.len()
+        ));
+    }
+    if all_logits && tokens.len() > chunk {
+        return bad(format!("all_logits needs at most {chunk} tokens"));
+    }
+    if let Some(bad_id) = tokens.iter().find(|&&t| t as usize >= vocab) {
+        return bad(format!(
+            "token id {bad_id} is outside the vocabulary of {vocab}"
+        ));
+    }
+    Ok(())
+}
