@@ -70,7 +70,7 @@ fn main() {
         let src = ctx.alloc("copy src", half / 4).expect("src");
         let dst = ctx.alloc("copy dst", half / 4).expect("dst");
         let copy_s = time_it(&ctx, iters, || {
-            kernels::copy::dispatch(&ctx, &src.buf, &dst.buf, half / 4).expect("copy")
+            kernels::elementwise::copy(&ctx, &src.buf, &dst.buf, half / 4).expect("copy")
         });
         let copy_bw = 2.0 * half as f64 / copy_s / 1e9;
         let mut best = (0.0f64, 0u32);

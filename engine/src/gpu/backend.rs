@@ -3,6 +3,8 @@
 use super::buffer::{GpuBuffer, GpuQ4};
 use super::context::GpuContext;
 use super::kernels;
+use super::kernels::elementwise;
+use super::kernels::rows::Rows;
 use crate::backend::{
     check, need_len, AttnShape, Backend, DeltaShape, MatmulKernel, RopeShape, Selection,
 };
@@ -148,16 +150,13 @@ impl Backend for GpuContext {
     ) -> Result<()> {
         check::rms_norm(x, weight, out, rows, dim)?;
         no_alias("rms_norm", out, &[x, weight])?;
-        kernels::rms_norm::dispatch(
-            self,
-            &x.buf,
-            &weight.buf,
-            &out.buf,
+        let s = Rows {
             rows,
             dim,
             eps,
-            weight_offset,
-        )
+            offset: weight_offset,
+        };
+        kernels::rows::rms_norm(self, &x.buf, &weight.buf, &out.buf, s)
     }
 
     fn rope(&self, x: &GpuBuffer, table: &GpuBuffer, shape: RopeShape) -> Result<()> {
@@ -182,7 +181,13 @@ impl Backend for GpuContext {
     fn silu_mul(&self, gate: &GpuBuffer, up: &GpuBuffer, out: &GpuBuffer, n: usize) -> Result<()> {
         check::silu_mul(gate, up, out, n)?;
         no_alias("silu_mul", out, &[gate, up])?;
-        kernels::silu_mul::dispatch(self, &gate.buf, &up.buf, &out.buf, n)
+        kernels::elementwise::gate(
+            self,
+            &elementwise::SILU_MUL,
+            [&gate.buf, &up.buf],
+            &out.buf,
+            n,
+        )
     }
 
     fn sigmoid_mul(
@@ -194,7 +199,13 @@ impl Backend for GpuContext {
     ) -> Result<()> {
         check::sigmoid_mul(x, gate, out, n)?;
         no_alias("sigmoid_mul", out, &[x, gate])?;
-        kernels::sigmoid_mul::dispatch(self, &x.buf, &gate.buf, &out.buf, n)
+        kernels::elementwise::gate(
+            self,
+            &elementwise::SIGMOID_MUL,
+            [&x.buf, &gate.buf],
+            &out.buf,
+            n,
+        )
     }
 
     fn take_half(
@@ -207,7 +218,7 @@ impl Backend for GpuContext {
     ) -> Result<()> {
         check::take_half(src, out, rows, dim, half)?;
         no_alias("take_half", out, &[src])?;
-        kernels::take_half::dispatch(self, &src.buf, &out.buf, rows, dim, half)
+        kernels::elementwise::take_half(self, &src.buf, &out.buf, (rows, dim, half))
     }
 
     fn conv1d_silu(
@@ -267,22 +278,19 @@ impl Backend for GpuContext {
     ) -> Result<()> {
         check::layer_norm(x, weight, bias, out, rows, dim)?;
         no_alias("layer_norm", out, &[x, weight, bias])?;
-        kernels::layer_norm::dispatch(
-            self,
-            &x.buf,
-            &weight.buf,
-            &bias.buf,
-            &out.buf,
+        let s = Rows {
             rows,
             dim,
             eps,
-        )
+            offset: 0.0,
+        };
+        kernels::rows::layer_norm(self, &x.buf, [&weight.buf, &bias.buf], &out.buf, s)
     }
 
     fn add_bias(&self, x: &GpuBuffer, bias: &GpuBuffer, rows: usize, cols: usize) -> Result<()> {
         check::add_bias(x, bias, rows, cols)?;
         no_alias("add_bias", x, &[bias])?;
-        kernels::add_bias::dispatch(self, &x.buf, &bias.buf, rows, cols)
+        kernels::elementwise::add_bias(self, &x.buf, &bias.buf, (rows, cols))
     }
 
     fn gelu(&self, x: &GpuBuffer, out: &GpuBuffer, n: usize) -> Result<()> {
@@ -290,19 +298,25 @@ impl Backend for GpuContext {
             crate::error::shape_err("gelu", format!("buffers shorter than {n} elements"))
         })?;
         no_alias("gelu", out, &[x])?;
-        kernels::gelu::dispatch(self, &x.buf, &out.buf, n)
+        kernels::elementwise::gelu(self, &x.buf, &out.buf, n)
     }
 
     fn add_assign(&self, acc: &GpuBuffer, x: &GpuBuffer, n: usize) -> Result<()> {
         check::add_assign(acc, x, n)?;
         no_alias("add_assign", acc, &[x])?;
-        kernels::add::dispatch(self, &acc.buf, &x.buf, n)
+        kernels::elementwise::add(self, &acc.buf, &x.buf, n)
     }
 
     fn softmax(&self, x: &GpuBuffer, out: &GpuBuffer, rows: usize, cols: usize) -> Result<()> {
         check::softmax(x, out, rows, cols)?;
         no_alias("softmax", out, &[x])?;
-        kernels::softmax::dispatch(self, &x.buf, &out.buf, rows, cols)
+        let s = Rows {
+            rows,
+            dim: cols,
+            eps: 0.0,
+            offset: 0.0,
+        };
+        kernels::rows::softmax(self, &x.buf, &out.buf, s)
     }
 
     fn embed_q4(&self, ids: &[u32], table: &GpuQ4, out: &GpuBuffer) -> Result<()> {

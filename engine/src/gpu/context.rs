@@ -26,7 +26,9 @@ pub struct Shader {
     pub entry: &'static str,
 }
 
-/// `shader!("name")`: the [`Shader`] for `name.wgsl` beside the calling file, entry `main`.
+/// `shader!("name")`: the [`Shader`] for `name.wgsl` beside the calling file, entry `main`;
+/// `shader!("name", common)`: the same with `common.wgsl` (workgroup size, grid ids,
+/// reductions) prepended.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! shader {
@@ -34,6 +36,17 @@ macro_rules! shader {
         $crate::gpu::context::Shader {
             label: $name,
             source: include_str!(concat!($name, ".wgsl")),
+            entry: "main",
+        }
+    };
+    ($name:literal, common) => {
+        $crate::gpu::context::Shader {
+            label: $name,
+            source: concat!(
+                include_str!("common.wgsl"),
+                "\n",
+                include_str!(concat!($name, ".wgsl"))
+            ),
             entry: "main",
         }
     };

@@ -7,7 +7,11 @@ use crate::gpu::context::{GpuContext, Shader};
 /// The kernel.
 pub const KERNEL: Shader = Shader {
     label: "conv1d_silu",
-    source: include_str!("conv1d.wgsl"),
+    source: concat!(
+        include_str!("common.wgsl"),
+        "\n",
+        include_str!("conv1d.wgsl")
+    ),
     entry: "main",
 };
 

@@ -2,9 +2,8 @@
 //   out[t][c] = silu(sum_j w[c][j] * in(t - (K-1) + j)),  in(s) = x[s][c] for s >= 0, else the
 //   state's previous inputs; afterwards the state holds the last K-1 inputs.
 // One invocation per channel walks the tokens in order, so the state is updated in place
-// without a race, and a decode step (T = 1) reads and writes it exactly once.
+// without a race, and a decode step (T = 1) reads and writes it exactly once. Prelude: common.wgsl.
 
-override WG: u32 = 64u;
 // Longest kernel a private window holds (Qwen3.5 uses 4); the host refuses longer ones.
 const MAX_K: u32 = 8u;
 
@@ -22,12 +21,8 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;    // [tokens, channels]
 
 @compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let c = (wid.x + wid.y * nwg.x) * WG + lid;
+fn main(g: Ids) {
+    let c = item_index(g);
     if (c >= p.channels) {
         return;
     }

@@ -6,7 +6,7 @@ use crate::gpu::buffer::GpuQ4;
 use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Shader = crate::shader!("embed_q4");
+pub const KERNEL: Shader = crate::shader!("embed_q4", common);
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

@@ -1,7 +1,5 @@
 // Embedding gather from an LQ4 table: out[t][k] = dequant(W[ids[t]][k]).
-// One thread per output element (2-D grid).
-
-override WG: u32 = 64u;
+// One thread per output element (2-D grid). Prelude: common.wgsl.
 
 struct Params {
     tokens: u32,
@@ -20,12 +18,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;  // [tokens][cols]
 
 @compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let i = (wid.x + wid.y * nwg.x) * WG + lid;
+fn main(gid: Ids) {
+    let i = item_index(gid);
     if (i >= p.tokens * p.cols) {
         return;
     }

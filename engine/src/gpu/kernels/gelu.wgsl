@@ -1,14 +1,8 @@
 // Exact GELU: out[i] = x/2 * (1 + erf(x / sqrt(2))) (BERT's "gelu"). WGSL has no erf: it is
 // computed as 1 - erfc with Numerical Recipes' Chebyshev fit (fractional error < 1.2e-7).
+// Prelude: common.wgsl.
 
-override WG: u32 = 64u;
-
-struct Params {
-    n: u32,
-    _p0: u32,
-    _p1: u32,
-    _p2: u32,
-}
+struct Params { n: u32, _p0: u32, _p1: u32, _p2: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;          // [n]
@@ -24,15 +18,7 @@ fn erf(v: f32) -> f32 {
 }
 
 @compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let i = (wid.x + wid.y * nwg.x) * WG + lid;
-    if (i >= p.n) {
-        return;
-    }
-    let v = x[i];
-    out[i] = 0.5 * v * (1.0 + erf(v * 0.70710678));
+fn main(ids: Ids) {
+    let i = item_index(ids);
+    if (i < p.n) { out[i] = 0.5 * x[i] * (1.0 + erf(x[i] * 0.70710678)); }
 }

@@ -1,15 +1,9 @@
 // LayerNorm over rows: out[r][i] = (x[r][i] - mean) / sqrt(var + eps) * weight[i] + bias[i]
 // (BERT-family encoders). One workgroup per row (rows folded into a 2-D grid); two reductions:
 // the mean, then the variance around it (numerically safer than E[x^2] - E[x]^2).
+// Prelude: common.wgsl.
 
-override WG: u32 = 64u;  // invocations per workgroup, power of two, <= 256
-
-struct Params {
-    rows: u32,
-    dim: u32,
-    eps: f32,
-    _p0: u32,
-}
+struct Params { rows: u32, dim: u32, eps: f32, _p0: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;          // [rows][dim]
@@ -17,45 +11,25 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<f32>;       // [dim]
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;  // [rows][dim]
 
-var<workgroup> red: array<f32, 256>;
-
-fn reduce_sum(lid: u32, v: f32) -> f32 {
-    red[lid] = v;
-    for (var s = WG / 2u; s > 0u; s = s / 2u) {
-        workgroupBarrier();
-        if (lid < s) {
-            red[lid] += red[lid + s];
-        }
-    }
-    workgroupBarrier();
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}
-
 @compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let row = wid.x + wid.y * nwg.x;
+fn main(ids: Ids) {
+    let row = group_index(ids);
     if (row >= p.rows) {  // uniform per workgroup: the whole group leaves together
         return;
     }
     let base = row * p.dim;
     var s = 0.0;
-    for (var i = lid; i < p.dim; i += WG) {
+    for (var i = ids.lid; i < p.dim; i += WG) {
         s += x[base + i];
     }
-    let mean = reduce_sum(lid, s) / f32(p.dim);
+    let mean = reduce_sum(ids.lid, s) / f32(p.dim);
     var ss = 0.0;
-    for (var i = lid; i < p.dim; i += WG) {
+    for (var i = ids.lid; i < p.dim; i += WG) {
         let d = x[base + i] - mean;
         ss += d * d;
     }
-    let inv = inverseSqrt(reduce_sum(lid, ss) / f32(p.dim) + p.eps);
-    for (var i = lid; i < p.dim; i += WG) {
+    let inv = inverseSqrt(reduce_sum(ids.lid, ss) / f32(p.dim) + p.eps);
+    for (var i = ids.lid; i < p.dim; i += WG) {
         out[base + i] = (x[base + i] - mean) * inv * weight[i] + bias[i];
     }
 }

@@ -3,27 +3,52 @@
 //! dispatch on [`GpuContext`](crate::gpu::context::GpuContext); the CPU's code for the same ops
 //! lives in [`crate::cpu`], and the tests crate checks both against f64 oracles.
 
-pub mod add;
-pub mod add_bias;
 pub mod attention;
 pub mod conv1d;
-pub mod copy;
 pub mod delta_rule;
+pub mod elementwise;
 pub mod embed_q4;
 pub mod f32_matmul;
-pub mod gelu;
-pub mod layer_norm;
 pub mod q4_gemm;
 pub mod q4_gemv;
-pub mod rms_norm;
 pub mod rope;
-pub mod sigmoid_mul;
-pub mod silu_mul;
-pub mod softmax;
-pub mod take_half;
+pub mod rows;
 pub mod topk;
+
+use crate::error::Result;
+use crate::gpu::context::{GpuContext, Shader};
 
 /// Workgroups for `n` items at `per_group` items each, folded into a 2-D grid.
 pub(crate) fn groups_for(n: usize, per_group: u32) -> [u32; 3] {
     crate::gpu::context::grid((n as u64).div_ceil(per_group as u64) as u32)
+}
+
+/// Uniform parameters of the element-wise and row kernels: four 32-bit words (an f32 as its
+/// bits), the layout of their WGSL `Params`.
+pub(crate) type Words = [u32; 4];
+
+/// Records `shader` over `items` elements, one per invocation (`elem_wg` per workgroup).
+pub(crate) fn dispatch_items(
+    ctx: &GpuContext,
+    shader: &Shader,
+    params: Words,
+    buffers: &[&wgpu::Buffer],
+    items: usize,
+) -> Result<()> {
+    let wg = ctx.tuning.elem_wg;
+    let p = bytemuck::bytes_of(&params);
+    ctx.dispatch(shader, &[("WG", wg)], p, buffers, groups_for(items, wg))
+}
+
+/// Records `shader` with one workgroup (`reduce_wg` invocations) per row.
+pub(crate) fn dispatch_rows(
+    ctx: &GpuContext,
+    shader: &Shader,
+    params: Words,
+    buffers: &[&wgpu::Buffer],
+    rows: usize,
+) -> Result<()> {
+    let wg = ctx.tuning.reduce_wg;
+    let p = bytemuck::bytes_of(&params);
+    ctx.dispatch(shader, &[("WG", wg)], p, buffers, groups_for(rows, 1))
 }

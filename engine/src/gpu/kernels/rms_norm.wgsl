@@ -1,7 +1,6 @@
 // RMSNorm over rows: out[r][i] = x[r][i] / sqrt(mean_i(x[r]^2) + eps) * (weight[i] + weight_offset)
 // One workgroup per row (rows folded into a 2-D grid); WG threads stride over the row.
-
-override WG: u32 = 64u;  // invocations per workgroup, power of two, <= 256
+// Prelude: common.wgsl.
 
 struct Params {
     rows: u32,
@@ -15,34 +14,19 @@ struct Params {
 @group(0) @binding(2) var<storage, read> weight: array<f32>;     // [dim]
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;  // [rows][dim]
 
-var<workgroup> red: array<f32, 256>;
-
 @compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let row = wid.x + wid.y * nwg.x;
+fn main(ids: Ids) {
+    let row = group_index(ids);
     if (row >= p.rows) {  // uniform per workgroup: the whole group leaves together
         return;
     }
     let base = row * p.dim;
     var ss = 0.0;
-    for (var i = lid; i < p.dim; i += WG) {
-        let v = x[base + i];
-        ss += v * v;
+    for (var i = ids.lid; i < p.dim; i += WG) {
+        ss += x[base + i] * x[base + i];
     }
-    red[lid] = ss;
-    for (var s = WG / 2u; s > 0u; s = s / 2u) {
-        workgroupBarrier();
-        if (lid < s) {
-            red[lid] += red[lid + s];
-        }
-    }
-    workgroupBarrier();
-    let inv = inverseSqrt(red[0] / f32(p.dim) + p.eps);
-    for (var i = lid; i < p.dim; i += WG) {
+    let inv = inverseSqrt(reduce_sum(ids.lid, ss) / f32(p.dim) + p.eps);
+    for (var i = ids.lid; i < p.dim; i += WG) {
         out[base + i] = x[base + i] * inv * (weight[i] + p.weight_offset);
     }
 }

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Shader = crate::shader!("rope");
+pub const KERNEL: Shader = crate::shader!("rope", common);
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

@@ -1,8 +1,7 @@
 // Rotary position embedding, in place, rotate-half (NeoX / Hugging Face) pairing:
 // for i < rot/2: (a, b) = (x[i], x[i + rot/2]) -> (a*cos - b*sin, b*cos + a*sin).
 // Dimensions rot..head_dim pass through (partial rotary). One thread per (token, head, pair).
-
-override WG: u32 = 64u;
+// Prelude: common.wgsl.
 
 struct Params {
     tokens: u32,
@@ -20,13 +19,9 @@ struct Params {
 @group(0) @binding(2) var<storage, read> table: array<vec2<f32>>; // [positions][rot_dim/2] (cos, sin)
 
 @compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
+fn main(g: Ids) {
     let half = p.rot_dim / 2u;
-    let id = (wid.x + wid.y * nwg.x) * WG + lid;
+    let id = item_index(g);
     if (id >= p.tokens * p.heads * half) {
         return;
     }

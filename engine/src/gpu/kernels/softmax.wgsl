@@ -1,60 +1,30 @@
 // Row-wise softmax: out[r][i] = exp(x[r][i] - max_r) / sum_i exp(x[r][i] - max_r).
-// One workgroup per row (2-D grid for many rows).
+// One workgroup per row (2-D grid for many rows). Prelude: common.wgsl.
 
-override WG: u32 = 64u;  // power of two, <= 256
-
-struct Params {
-    rows: u32,
-    cols: u32,
-    _p0: u32,
-    _p1: u32,
-}
+struct Params { rows: u32, cols: u32, _p0: u32, _p1: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;          // [rows][cols]
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;  // [rows][cols]
 
-var<workgroup> red: array<f32, 256>;
-
 @compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let row = wid.x + wid.y * nwg.x;
-    if (row >= p.rows) {
+fn main(ids: Ids) {
+    let row = group_index(ids);
+    if (row >= p.rows) {  // uniform per workgroup: the whole group leaves together
         return;
     }
     let base = row * p.cols;
     var mx = -3.0e38;
-    for (var i = lid; i < p.cols; i += WG) {
+    for (var i = ids.lid; i < p.cols; i += WG) {
         mx = max(mx, x[base + i]);
     }
-    red[lid] = mx;
-    for (var s = WG / 2u; s > 0u; s = s / 2u) {
-        workgroupBarrier();
-        if (lid < s) {
-            red[lid] = max(red[lid], red[lid + s]);
-        }
-    }
-    workgroupBarrier();
-    mx = red[0];
-    workgroupBarrier();
+    mx = reduce_max(ids.lid, mx);
     var sum = 0.0;
-    for (var i = lid; i < p.cols; i += WG) {
+    for (var i = ids.lid; i < p.cols; i += WG) {
         sum += exp(x[base + i] - mx);
     }
-    red[lid] = sum;
-    for (var s = WG / 2u; s > 0u; s = s / 2u) {
-        workgroupBarrier();
-        if (lid < s) {
-            red[lid] += red[lid + s];
-        }
-    }
-    workgroupBarrier();
-    let inv = 1.0 / red[0];
-    for (var i = lid; i < p.cols; i += WG) {
+    let inv = 1.0 / reduce_sum(ids.lid, sum);
+    for (var i = ids.lid; i < p.cols; i += WG) {
         out[base + i] = exp(x[base + i] - mx) * inv;
     }
 }

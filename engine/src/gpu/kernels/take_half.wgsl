@@ -1,27 +1,16 @@
 // One half of each row: out[r][i] = src[r][half * dim + i] for src[rows][2 * dim].
 // Splits Qwen3.5's q_proj output [tokens, heads, 2 * head_dim] into the query (half 0) and
-// the output gate (half 1).
+// the output gate (half 1). Prelude: common.wgsl.
 
-override WG: u32 = 64u;
-
-struct Params {
-    rows: u32,
-    dim: u32,
-    half: u32,
-    _p: u32,
-}
+struct Params { rows: u32, dim: u32, half: u32, _p: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> src: array<f32>;          // [rows, 2 * dim]
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;    // [rows, dim]
 
 @compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let e = (wid.x + wid.y * nwg.x) * WG + lid;
+fn main(ids: Ids) {
+    let e = item_index(ids);
     if (e >= p.rows * p.dim) {
         return;
     }
