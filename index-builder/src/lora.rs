@@ -52,31 +52,20 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("monteclora_config", "MonteCLoRA"),
 ];
 
-/// A validated adapter, held in memory (adapters are small: rank × width per module).
-pub struct LoraAdapter {
-    /// The adapter folder.
-    pub dir: PathBuf,
-    /// Rank.
-    pub r: usize,
-    /// `lora_alpha`.
-    pub alpha: f64,
-    /// Merge scale.
-    pub scale: f32,
-    /// Base tensor name → (A `[r, in]`, B `[out, r]`).
-    pairs: BTreeMap<String, (HostTensor, HostTensor)>,
-    /// Base tensor name → replacement (`modules_to_save`).
-    replace: BTreeMap<String, HostTensor>,
+/// A [`BuildError::Lora`] naming `file`.
+fn lora_err(file: &Path) -> impl Fn(String) -> BuildError + '_ {
+    move |detail| BuildError::Lora {
+        file: file.display().to_string(),
+        detail,
+    }
 }
 
-impl LoraAdapter {
-    /// Reads `adapter_config.json` and `adapter_model.safetensors` from `dir`.
-    pub fn open(dir: &Path) -> Result<LoraAdapter> {
-        let cfg_path = dir.join("adapter_config.json");
-        let err = |detail: String| BuildError::Lora {
-            file: cfg_path.display().to_string(),
-            detail,
-        };
-        let bytes = std::fs::read(&cfg_path).map_err(|e| BuildError::io(&cfg_path, e))?;
+impl AdapterConfig {
+    /// Reads `adapter_config.json` at `cfg_path`, refusing every variant the merge does not
+    /// implement by name.
+    fn read(cfg_path: &Path) -> Result<AdapterConfig> {
+        let err = lora_err(cfg_path);
+        let bytes = std::fs::read(cfg_path).map_err(|e| BuildError::io(cfg_path, e))?;
         let raw: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(|e| err(format!("not valid JSON: {e}")))?;
         for (field, what) in UNSUPPORTED {
@@ -118,22 +107,34 @@ impl LoraAdapter {
                 "per-module rank_pattern / alpha_pattern are not supported (one r and lora_alpha for every module)".into(),
             ));
         }
-        let scale = if cfg.use_rslora {
-            cfg.lora_alpha / (cfg.r as f64).sqrt()
-        } else {
-            cfg.lora_alpha / cfg.r as f64
-        };
+        Ok(cfg)
+    }
+}
 
-        let st_path = dir.join("adapter_model.safetensors");
-        let st = SafetensorsFiles::open(std::slice::from_ref(&st_path))?;
-        let lerr = |detail: String| BuildError::Lora {
-            file: st_path.display().to_string(),
-            detail,
+/// The tensors of `adapter_model.safetensors`, by base tensor name.
+struct AdapterTensors {
+    /// The file, for errors.
+    path: PathBuf,
+    /// `lora_A` weights.
+    a_of: BTreeMap<String, HostTensor>,
+    /// `lora_B` weights.
+    b_of: BTreeMap<String, HostTensor>,
+    /// Replacements (`modules_to_save`).
+    replace: BTreeMap<String, HostTensor>,
+}
+
+impl AdapterTensors {
+    /// Reads every tensor of `st_path`, sorting it into A, B or a replacement of a module in
+    /// `saved`; anything else is refused by name.
+    fn read(st_path: &Path, saved: &[String]) -> Result<AdapterTensors> {
+        let st = SafetensorsFiles::open(&[st_path.to_path_buf()])?;
+        let lerr = lora_err(st_path);
+        let mut t = AdapterTensors {
+            path: st_path.to_path_buf(),
+            a_of: BTreeMap::new(),
+            b_of: BTreeMap::new(),
+            replace: BTreeMap::new(),
         };
-        let mut a_of = BTreeMap::new();
-        let mut b_of = BTreeMap::new();
-        let mut replace = BTreeMap::new();
-        let saved: Vec<String> = cfg.modules_to_save.clone().unwrap_or_default();
         for name in st.names().map(String::from).collect::<Vec<_>>() {
             let inner = name.strip_prefix("base_model.model.").ok_or_else(|| {
                 lerr(format!(
@@ -157,9 +158,9 @@ impl LoraAdapter {
                 )));
             }
             if let Some(m) = inner.strip_suffix(".lora_A.weight") {
-                a_of.insert(format!("{m}.weight"), st.read(&name)?);
+                t.a_of.insert(format!("{m}.weight"), st.read(&name)?);
             } else if let Some(m) = inner.strip_suffix(".lora_B.weight") {
-                b_of.insert(format!("{m}.weight"), st.read(&name)?);
+                t.b_of.insert(format!("{m}.weight"), st.read(&name)?);
             } else if inner.contains(".lora_") {
                 return Err(lerr(format!(
                     "tensor '{name}' is not a LoRA A/B weight (LoRA biases and other variants are not supported)"
@@ -175,19 +176,32 @@ impl LoraAdapter {
                         "tensor '{name}' is neither a LoRA weight nor in modules_to_save {saved:?}"
                     )));
                 }
-                replace.insert(base, st.read(&name)?);
+                t.replace.insert(base, st.read(&name)?);
             }
         }
+        Ok(t)
+    }
+
+    /// Pairs every A with its B, checking both against rank `r` and for non-finite values.
+    /// Returns the pairs and the replacements.
+    fn into_pairs(self, r: usize) -> Result<(Pairs, BTreeMap<String, HostTensor>)> {
+        let AdapterTensors {
+            path,
+            a_of,
+            mut b_of,
+            replace,
+        } = self;
+        let lerr = lora_err(&path);
         let mut pairs = BTreeMap::new();
         for (base, a) in a_of {
             let b = b_of
                 .remove(&base)
                 .ok_or_else(|| lerr(format!("'{base}' has lora_A but no lora_B")))?;
             let (ar, br) = (a.shape.first().copied(), b.shape.get(1).copied());
-            if a.shape.len() != 2 || b.shape.len() != 2 || ar != Some(cfg.r) || br != Some(cfg.r) {
+            if a.shape.len() != 2 || b.shape.len() != 2 || ar != Some(r) || br != Some(r) {
                 return Err(lerr(format!(
                     "rank mismatch on '{base}': lora_A {:?}, lora_B {:?}, adapter_config.json r = {}",
-                    a.shape, b.shape, cfg.r
+                    a.shape, b.shape, r
                 )));
             }
             if let Some(i) = a.data.iter().chain(&b.data).position(|v| !v.is_finite()) {
@@ -200,8 +214,44 @@ impl LoraAdapter {
         if let Some(base) = b_of.keys().next() {
             return Err(lerr(format!("'{base}' has lora_B but no lora_A")));
         }
+        Ok((pairs, replace))
+    }
+}
+
+/// Base tensor name → (A `[r, in]`, B `[out, r]`).
+type Pairs = BTreeMap<String, (HostTensor, HostTensor)>;
+
+/// A validated adapter, held in memory (adapters are small: rank × width per module).
+pub struct LoraAdapter {
+    /// The adapter folder.
+    pub dir: PathBuf,
+    /// Rank.
+    pub r: usize,
+    /// `lora_alpha`.
+    pub alpha: f64,
+    /// Merge scale.
+    pub scale: f32,
+    /// Base tensor name → (A `[r, in]`, B `[out, r]`).
+    pairs: Pairs,
+    /// Base tensor name → replacement (`modules_to_save`).
+    replace: BTreeMap<String, HostTensor>,
+}
+
+impl LoraAdapter {
+    /// Reads `adapter_config.json` and `adapter_model.safetensors` from `dir`.
+    pub fn open(dir: &Path) -> Result<LoraAdapter> {
+        let cfg = AdapterConfig::read(&dir.join("adapter_config.json"))?;
+        let scale = if cfg.use_rslora {
+            cfg.lora_alpha / (cfg.r as f64).sqrt()
+        } else {
+            cfg.lora_alpha / cfg.r as f64
+        };
+
+        let st_path = dir.join("adapter_model.safetensors");
+        let saved: Vec<String> = cfg.modules_to_save.clone().unwrap_or_default();
+        let (pairs, replace) = AdapterTensors::read(&st_path, &saved)?.into_pairs(cfg.r)?;
         if pairs.is_empty() && replace.is_empty() {
-            return Err(lerr("holds no LoRA weights".into()));
+            return Err(lora_err(&st_path)("holds no LoRA weights".into()));
         }
         Ok(LoraAdapter {
             dir: dir.to_path_buf(),

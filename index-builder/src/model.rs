@@ -26,7 +26,7 @@ use serde::Serialize;
 use crate::error::{BuildError, Result};
 use crate::lora::LoraAdapter;
 use crate::source::BaseModel;
-use crate::writer::ShardWriter;
+use crate::writer::{resolve_shards, ShardWriter};
 
 /// f32 bytes processed at once by default.
 const BLOCK_BYTES: usize = 16 << 20;
@@ -125,24 +125,10 @@ fn policy_text(q: Quant) -> String {
 pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
     let t0 = Instant::now();
     let base = BaseModel::open(&o.base)?;
-    let cfg = &base.config;
-    let specs = cfg.tensor_shapes();
+    let specs = base.config.tensor_shapes();
 
     // 1. Every tensor the architecture reads is present with its shape.
-    let mut shapes = BTreeMap::new();
-    for (name, shape) in &specs {
-        let got = base.shape(name)?.ok_or_else(|| BuildError::Input {
-            file: base.describe(),
-            detail: format!("tensor '{name}' is missing"),
-        })?;
-        if got != *shape {
-            return Err(BuildError::Input {
-                file: base.describe(),
-                detail: format!("tensor '{name}' has shape {got:?}, the config implies {shape:?}"),
-            });
-        }
-        shapes.insert(name.clone(), shape.clone());
-    }
+    let shapes = check_shapes(&base, &specs)?;
 
     // 2. The adapter matches the base.
     let lora = match &o.lora {
@@ -160,162 +146,27 @@ pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
         .iter()
         .map(|(_, s)| s.iter().product::<usize>() as u64)
         .sum();
-    let bar = if o.progress {
-        let b = indicatif::ProgressBar::new(total);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{spinner} {msg:40!} [{bar:30}] {percent:>3}% {human_pos}/{human_len} weights, ETA {eta}",
-        ) {
-            b.set_style(style.progress_chars("=> "));
-        }
-        b
-    } else {
-        indicatif::ProgressBar::hidden()
+    let bar = progress_bar(o.progress, total);
+    let mut import = Import {
+        base: &base,
+        lora: lora.as_ref(),
+        o,
+        cap: o.max_binding.min(o.shard_bytes).max(1),
+        w: &mut w,
+        bar: &bar,
+        totals: Totals::default(),
     };
-    let cap = o.max_binding.min(o.shard_bytes).max(1);
     let mut tensors = BTreeMap::new();
-    let mut limits = GpuLimits::default();
-    let (mut mat_bytes, mut mat_numel, mut all_bytes) = (0u64, 0u64, 0u64);
-    let mut nparts = 0;
     for (name, shape) in &specs {
         bar.set_message(name.clone());
-        let (rows, cols) = match shape.as_slice() {
-            [n] => (1, *n),
-            [r, c] => (*r, *c),
-            // A conv kernel [channels, 1, K]: rows of its remaining dimensions, kept f32.
-            [r, rest @ ..] if rest.len() <= 2 => (*r, rest.iter().product()),
-            _ => {
-                return Err(BuildError::Input {
-                    file: base.describe(),
-                    detail: format!("tensor '{name}' has unsupported rank {}", shape.len()),
-                })
-            }
-        };
-        let keep_f32 = lorekeeper_engine::models::qwen3_5::F32_MATRICES
-            .iter()
-            .any(|s| name.ends_with(s));
-        let dtype = if shape.len() != 2 || keep_f32 {
-            DType::F32
-        } else {
-            o.quant.matrix_dtype(cols)
-        };
-        let per_row = dtype.bytes_for(1, cols) as u64;
-        if per_row > cap {
-            return Err(BuildError::Input {
-                file: base.describe(),
-                detail: format!(
-                    "one row of '{name}' ({per_row} bytes) exceeds the {cap}-byte block limit"
-                ),
-            });
-        }
-        let part_rows = ((cap / per_row) as usize).clamp(1, rows);
-        let block_rows = (o.block_bytes / (4 * cols)).clamp(1, part_rows);
-        let replacement = lora.as_ref().and_then(|l| l.replacement(name));
-        let mut parts = Vec::new();
-        let mut p0 = 0;
-        while p0 < rows {
-            let p1 = (p0 + part_rows).min(rows);
-            let len = dtype.bytes_for(p1 - p0, cols) as u64;
-            let place = w.begin(len)?;
-            // Quantized row blocks are assembled whole (their sections are not row-interleaved).
-            let mut q4_blocks = Vec::new();
-            let mut q8_blocks = Vec::new();
-            let mut b0 = p0;
-            while b0 < p1 {
-                let b1 = (b0 + block_rows).min(p1);
-                // 3a. read (or take the adapter's replacement)
-                let mut data = match replacement {
-                    Some(t) => t.data[b0 * cols..b1 * cols].to_vec(),
-                    None => base.read_rows(name, b0, b1)?,
-                };
-                // 3b. merge W + s·B·A
-                if let Some(l) = &lora {
-                    l.merge_rows(name, b0, b1, &mut data);
-                }
-                // 3c. refuse NaN/Inf, naming the element
-                if let Some(i) = data.iter().position(|v| !v.is_finite()) {
-                    return Err(BuildError::Input {
-                        file: base.describe(),
-                        detail: format!(
-                            "tensor '{name}' holds a non-finite value ({}) at row {}, column {}{}",
-                            data[i],
-                            b0 + i / cols,
-                            i % cols,
-                            if lora.as_ref().is_some_and(|l| l.adapts(name)) {
-                                " after the LoRA merge"
-                            } else {
-                                ""
-                            }
-                        ),
-                    });
-                }
-                // 3d. encode
-                match dtype {
-                    DType::F32 => {
-                        let b: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
-                        w.write(&b)?;
-                    }
-                    DType::F16 => {
-                        let b: Vec<u8> = data
-                            .iter()
-                            .flat_map(|v| half::f16::from_f32(*v).to_le_bytes())
-                            .collect();
-                        w.write(&b)?;
-                    }
-                    DType::Q8 => q8_blocks.push(Q8Matrix::quantize(b1 - b0, cols, &data)),
-                    DType::Lq4 => q4_blocks.push(Q4Matrix::quantize(name, b1 - b0, cols, &data)?),
-                }
-                bar.inc(data.len() as u64);
-                b0 = b1;
-            }
-            if dtype == DType::Lq4 {
-                let m = Q4Matrix::concat_rows(name, &q4_blocks)?;
-                w.write(&m.to_bytes())?;
-            }
-            if dtype == DType::Q8 {
-                w.write(&Q8Matrix::concat_rows(&q8_blocks).to_bytes())?;
-            }
-            parts.push(TensorPart {
-                shard: format!("#{}", place.shard),
-                offset: place.offset,
-                length: len,
-                rows: [p0, p1],
-            });
-            // The engine uploads LQ4 blocks as they are and other matrices as one f32 buffer.
-            let binding = if dtype == DType::Lq4 {
-                len
-            } else {
-                (rows * cols * 4) as u64
-            };
-            limits.max_storage_buffer_binding_size =
-                limits.max_storage_buffer_binding_size.max(binding);
-            all_bytes += len;
-            if shape.len() == 2 {
-                mat_bytes += len;
-            }
-            p0 = p1;
-        }
-        if shape.len() == 2 {
-            mat_numel += (rows * cols) as u64;
-        }
-        nparts += parts.len();
-        tensors.insert(
-            name.clone(),
-            TensorEntry {
-                dtype,
-                shape: shape.clone(),
-                parts,
-            },
-        );
+        let entry = import.tensor(name, shape)?;
+        tensors.insert(name.clone(), entry);
     }
-    limits.max_buffer_size = limits.max_storage_buffer_binding_size;
+    let mut totals = import.totals;
+    totals.limits.max_buffer_size = totals.limits.max_storage_buffer_binding_size;
     let mut shards = w.finish()?;
     // Resolve the placeholder shard references now that names (hashes) are known.
-    for t in tensors.values_mut() {
-        for p in &mut t.parts {
-            let i: usize = p.shard[1..].parse().unwrap_or(usize::MAX);
-            p.shard = shards.get(i).map(|s| s.file.clone()).unwrap_or_default();
-        }
-    }
+    resolve_shards(tensors.values_mut(), &shards);
 
     // 4. Tokenizer.
     let tok_json = base.tokenizer.to_json()?;
@@ -328,12 +179,301 @@ pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
     bar.finish_and_clear();
 
     // 5. Commit the manifest.
-    let params: u64 = total;
+    let written = Written {
+        tensors,
+        tokenizer,
+        parameters: total,
+        totals,
+    };
+    let model = manifest(o, &base, lora.as_ref(), written)?;
+    // Read from the manifest before the commit takes it; time and peak memory come after.
+    let summary = ModelSummary {
+        out: o.out.display().to_string(),
+        architecture: model.architecture.clone(),
+        quant: o.quant,
+        source: o.base.display().to_string(),
+        lora: model.lora.clone(),
+        parameters: total,
+        tensors: specs.len(),
+        parts: totals.parts,
+        shards: shards.len(),
+        bytes: shards.iter().map(|s| s.bytes).sum(),
+        matrix_bits_per_weight: model.matrix_bits_per_weight,
+        bits_per_weight: model.bits_per_weight,
+        limits: totals.limits,
+        seconds: 0.0,
+        peak_rss_mib: None,
+    };
+    w.commit(shards, move |m| m.model = Some(model))?;
+    Ok(ModelSummary {
+        seconds: t0.elapsed().as_secs_f64(),
+        peak_rss_mib: peak_rss_mib(),
+        ..summary
+    })
+}
+
+/// Step 1: every tensor the architecture reads (`specs`) is in `base` with the shape the config
+/// implies; the shapes by name.
+fn check_shapes(
+    base: &BaseModel,
+    specs: &[(String, Vec<usize>)],
+) -> Result<BTreeMap<String, Vec<usize>>> {
+    let mut shapes = BTreeMap::new();
+    for (name, shape) in specs {
+        let got = base.shape(name)?.ok_or_else(|| BuildError::Input {
+            file: base.describe(),
+            detail: format!("tensor '{name}' is missing"),
+        })?;
+        if got != *shape {
+            return Err(BuildError::Input {
+                file: base.describe(),
+                detail: format!("tensor '{name}' has shape {got:?}, the config implies {shape:?}"),
+            });
+        }
+        shapes.insert(name.clone(), shape.clone());
+    }
+    Ok(shapes)
+}
+
+/// A progress bar over `total` weights, hidden unless `show`.
+fn progress_bar(show: bool, total: u64) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new(total);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{spinner} {msg:40!} [{bar:30}] {percent:>3}% {human_pos}/{human_len} weights, ETA {eta}",
+    ) {
+        b.set_style(style.progress_chars("=> "));
+    }
+    b
+}
+
+/// Running totals over the tensors written.
+#[derive(Clone, Copy, Default)]
+struct Totals {
+    /// GPU limits the written blocks need.
+    limits: GpuLimits,
+    /// Bytes of the matrices.
+    mat_bytes: u64,
+    /// Elements of the matrices.
+    mat_numel: u64,
+    /// Bytes of all tensors.
+    all_bytes: u64,
+    /// Row blocks written.
+    parts: usize,
+}
+
+/// How one tensor is stored and cut.
+struct Layout {
+    /// Stored dtype.
+    dtype: DType,
+    /// Rows (1 for a 1-D tensor).
+    rows: usize,
+    /// Columns (the remaining dimensions).
+    cols: usize,
+    /// Rows per written part (one binding, within one shard).
+    part_rows: usize,
+    /// Rows read, merged and encoded at once.
+    block_rows: usize,
+}
+
+/// Step 3: writes tensors row block by row block (read → merge → check → encode → write).
+struct Import<'a> {
+    base: &'a BaseModel,
+    lora: Option<&'a LoraAdapter>,
+    o: &'a ModelOptions,
+    /// Largest part in bytes: `min(max binding, shard size)`.
+    cap: u64,
+    w: &'a mut ShardWriter,
+    bar: &'a indicatif::ProgressBar,
+    totals: Totals,
+}
+
+impl Import<'_> {
+    /// Writes tensor `name` of `shape`; its manifest entry, with placeholder shard references.
+    fn tensor(&mut self, name: &str, shape: &[usize]) -> Result<TensorEntry> {
+        let l = self.layout(name, shape)?;
+        let mut parts = Vec::new();
+        let mut p0 = 0;
+        while p0 < l.rows {
+            let p1 = (p0 + l.part_rows).min(l.rows);
+            let part = self.part(name, &l, p0, p1)?;
+            // The engine uploads LQ4 blocks as they are and other matrices as one f32 buffer.
+            let binding = if l.dtype == DType::Lq4 {
+                part.length
+            } else {
+                (l.rows * l.cols * 4) as u64
+            };
+            let t = &mut self.totals;
+            t.limits.max_storage_buffer_binding_size =
+                t.limits.max_storage_buffer_binding_size.max(binding);
+            t.all_bytes += part.length;
+            if shape.len() == 2 {
+                t.mat_bytes += part.length;
+            }
+            parts.push(part);
+            p0 = p1;
+        }
+        if shape.len() == 2 {
+            self.totals.mat_numel += (l.rows * l.cols) as u64;
+        }
+        self.totals.parts += parts.len();
+        Ok(TensorEntry {
+            dtype: l.dtype,
+            shape: shape.to_vec(),
+            parts,
+        })
+    }
+
+    /// The dtype the policy gives tensor `name` and how it is cut into parts and blocks.
+    fn layout(&self, name: &str, shape: &[usize]) -> Result<Layout> {
+        let (rows, cols) = match shape {
+            [n] => (1, *n),
+            [r, c] => (*r, *c),
+            // A conv kernel [channels, 1, K]: rows of its remaining dimensions, kept f32.
+            [r, rest @ ..] if rest.len() <= 2 => (*r, rest.iter().product()),
+            _ => {
+                return Err(BuildError::Input {
+                    file: self.base.describe(),
+                    detail: format!("tensor '{name}' has unsupported rank {}", shape.len()),
+                })
+            }
+        };
+        let keep_f32 = lorekeeper_engine::models::qwen3_5::F32_MATRICES
+            .iter()
+            .any(|s| name.ends_with(s));
+        let dtype = if shape.len() != 2 || keep_f32 {
+            DType::F32
+        } else {
+            self.o.quant.matrix_dtype(cols)
+        };
+        let per_row = dtype.bytes_for(1, cols) as u64;
+        if per_row > self.cap {
+            return Err(BuildError::Input {
+                file: self.base.describe(),
+                detail: format!(
+                    "one row of '{name}' ({per_row} bytes) exceeds the {}-byte block limit",
+                    self.cap
+                ),
+            });
+        }
+        let part_rows = ((self.cap / per_row) as usize).clamp(1, rows);
+        Ok(Layout {
+            dtype,
+            rows,
+            cols,
+            part_rows,
+            block_rows: (self.o.block_bytes / (4 * cols)).clamp(1, part_rows),
+        })
+    }
+
+    /// Writes rows `p0..p1` of `name` as one part (one binding), block by block.
+    fn part(&mut self, name: &str, l: &Layout, p0: usize, p1: usize) -> Result<TensorPart> {
+        let (dtype, cols) = (l.dtype, l.cols);
+        let len = dtype.bytes_for(p1 - p0, cols) as u64;
+        let place = self.w.begin(len)?;
+        // Quantized row blocks are assembled whole (their sections are not row-interleaved).
+        let mut q4_blocks = Vec::new();
+        let mut q8_blocks = Vec::new();
+        let mut b0 = p0;
+        while b0 < p1 {
+            let b1 = (b0 + l.block_rows).min(p1);
+            let data = self.block(name, cols, b0, b1)?;
+            // 3d. encode
+            match dtype {
+                DType::F32 => {
+                    let b: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+                    self.w.write(&b)?;
+                }
+                DType::F16 => {
+                    let b: Vec<u8> = data
+                        .iter()
+                        .flat_map(|v| half::f16::from_f32(*v).to_le_bytes())
+                        .collect();
+                    self.w.write(&b)?;
+                }
+                DType::Q8 => q8_blocks.push(Q8Matrix::quantize(b1 - b0, cols, &data)),
+                DType::Lq4 => q4_blocks.push(Q4Matrix::quantize(name, b1 - b0, cols, &data)?),
+            }
+            self.bar.inc(data.len() as u64);
+            b0 = b1;
+        }
+        if dtype == DType::Lq4 {
+            let m = Q4Matrix::concat_rows(name, &q4_blocks)?;
+            self.w.write(&m.to_bytes())?;
+        }
+        if dtype == DType::Q8 {
+            self.w
+                .write(&Q8Matrix::concat_rows(&q8_blocks).to_bytes())?;
+        }
+        Ok(TensorPart {
+            shard: format!("#{}", place.shard),
+            offset: place.offset,
+            length: len,
+            rows: [p0, p1],
+        })
+    }
+
+    /// Rows `b0..b1` of `name` as f32: read (or the adapter's replacement), merged, checked.
+    fn block(&self, name: &str, cols: usize, b0: usize, b1: usize) -> Result<Vec<f32>> {
+        // 3a. read (or take the adapter's replacement)
+        let mut data = match self.lora.and_then(|l| l.replacement(name)) {
+            Some(t) => t.data[b0 * cols..b1 * cols].to_vec(),
+            None => self.base.read_rows(name, b0, b1)?,
+        };
+        // 3b. merge W + s·B·A
+        if let Some(l) = self.lora {
+            l.merge_rows(name, b0, b1, &mut data);
+        }
+        // 3c. refuse NaN/Inf, naming the element
+        if let Some(i) = data.iter().position(|v| !v.is_finite()) {
+            return Err(BuildError::Input {
+                file: self.base.describe(),
+                detail: format!(
+                    "tensor '{name}' holds a non-finite value ({}) at row {}, column {}{}",
+                    data[i],
+                    b0 + i / cols,
+                    i % cols,
+                    if self.lora.is_some_and(|l| l.adapts(name)) {
+                        " after the LoRA merge"
+                    } else {
+                        ""
+                    }
+                ),
+            });
+        }
+        Ok(data)
+    }
+}
+
+/// What step 3 and 4 wrote, for the manifest.
+struct Written {
+    tensors: BTreeMap<String, TensorEntry>,
+    tokenizer: TokenizerEntry,
+    parameters: u64,
+    totals: Totals,
+}
+
+/// Step 5: the model part's manifest section.
+fn manifest(
+    o: &ModelOptions,
+    base: &BaseModel,
+    lora: Option<&LoraAdapter>,
+    written: Written,
+) -> Result<ModelManifest> {
+    let cfg = &base.config;
+    let Written {
+        tensors,
+        tokenizer,
+        parameters: params,
+        totals: t,
+    } = written;
     let config = serde_json::to_value(cfg).map_err(|e| BuildError::Input {
         file: base.describe(),
         detail: format!("config: {e}"),
     })?;
-    let model = ModelManifest {
+    Ok(ModelManifest {
         architecture: cfg.model_type().to_string(),
         config,
         tokenizer,
@@ -341,36 +481,11 @@ pub fn build_model(o: &ModelOptions) -> Result<ModelSummary> {
         policy: policy_text(o.quant),
         tensors,
         parameters: params,
-        matrix_bits_per_weight: 8.0 * mat_bytes as f64 / mat_numel.max(1) as f64,
-        bits_per_weight: 8.0 * all_bytes as f64 / params.max(1) as f64,
-        tensor_bytes: all_bytes,
-        limits,
+        matrix_bits_per_weight: 8.0 * t.mat_bytes as f64 / t.mat_numel.max(1) as f64,
+        bits_per_weight: 8.0 * t.all_bytes as f64 / params.max(1) as f64,
+        tensor_bytes: t.all_bytes,
+        limits: t.limits,
         source: o.base.display().to_string(),
-        lora: lora.as_ref().map(LoraAdapter::summary),
-    };
-    let summary_base = (
-        model.matrix_bits_per_weight,
-        model.bits_per_weight,
-        model.lora.clone(),
-    );
-    let nshards = shards.len();
-    let bytes: u64 = shards.iter().map(|s| s.bytes).sum();
-    w.commit(shards, move |m| m.model = Some(model))?;
-    Ok(ModelSummary {
-        out: o.out.display().to_string(),
-        architecture: cfg.model_type().to_string(),
-        quant: o.quant,
-        source: o.base.display().to_string(),
-        lora: summary_base.2,
-        parameters: params,
-        tensors: specs.len(),
-        parts: nparts,
-        shards: nshards,
-        bytes,
-        matrix_bits_per_weight: summary_base.0,
-        bits_per_weight: summary_base.1,
-        limits,
-        seconds: t0.elapsed().as_secs_f64(),
-        peak_rss_mib: peak_rss_mib(),
+        lora: lora.map(LoraAdapter::summary),
     })
 }

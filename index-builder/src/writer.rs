@@ -11,7 +11,9 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use lorekeeper_engine::bundle::{hex, BundlePart, Manifest, ShardEntry, MANIFEST_FILE};
+use lorekeeper_engine::bundle::{
+    hex, BundlePart, Manifest, ShardEntry, TensorEntry, MANIFEST_FILE,
+};
 use sha2::{Digest, Sha256};
 
 use crate::error::{BuildError, Result};
@@ -233,4 +235,18 @@ pub fn read_manifest(dir: &Path) -> Result<Option<Manifest>> {
     }
     let bytes = std::fs::read(&mpath).map_err(|e| BuildError::io(&mpath, e))?;
     Ok(Some(Manifest::parse(&mpath.display().to_string(), &bytes)?))
+}
+
+/// Replaces the placeholder shard references (`#N`: shard `N` of a writer, as placed before the
+/// shards had names) in `tensors`' parts with the names of `shards`, the writer's finished list.
+pub fn resolve_shards<'a>(
+    tensors: impl IntoIterator<Item = &'a mut TensorEntry>,
+    shards: &[ShardEntry],
+) {
+    for t in tensors {
+        for p in &mut t.parts {
+            let i: usize = p.shard[1..].parse().unwrap_or(usize::MAX);
+            p.shard = shards.get(i).map(|s| s.file.clone()).unwrap_or_default();
+        }
+    }
 }

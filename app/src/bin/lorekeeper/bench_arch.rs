@@ -17,6 +17,40 @@ use lorekeeper_engine::rng::Pcg32;
 use lorekeeper_engine::weights::{HostTensor, WeightSource};
 use lorekeeper_engine::{Backend, Q4Matrix};
 
+use crate::common::{on_backend, BackendArg};
+
+/// Options of `lorekeeper bench-arch`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Context lengths to decode at (comma-separated)
+    #[arg(long, default_value = "1024,8192")]
+    contexts: String,
+    /// Timed decode steps per context
+    #[arg(long, default_value_t = 3)]
+    gen_tokens: usize,
+    /// Only the model whose name contains this (qwen3-4b or qwen3.5)
+    #[arg(long)]
+    only: Option<String>,
+    /// Where the models run
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    /// Print JSON rows
+    #[arg(long)]
+    json: bool,
+}
+
+/// `lorekeeper bench-arch`.
+pub fn run(args: Args) -> Result<()> {
+    let contexts = parse_contexts(&args.contexts)?;
+    on_backend!(args.backend, |b| bench_arch_on(
+        b,
+        &contexts,
+        args.gen_tokens,
+        args.only.as_deref(),
+        args.json
+    ))
+}
+
 /// Qwen3-4B's `config.json` (the parts the model file reads).
 pub const QWEN3_4B: &str = r#"{"model_type":"qwen3","vocab_size":151936,"hidden_size":2560,
 "intermediate_size":9728,"num_hidden_layers":36,"num_attention_heads":32,"num_key_value_heads":8,
@@ -128,7 +162,7 @@ struct Row {
 }
 
 /// Runs the benchmark; prints a Markdown table (or JSON) with Qwen3.5 / Qwen3 ratios.
-pub fn bench_arch_on<B: Backend>(
+fn bench_arch_on<B: Backend>(
     b: &B,
     contexts: &[usize],
     gen: usize,
@@ -226,7 +260,7 @@ pub fn bench_arch_on<B: Backend>(
 }
 
 /// Parses `1024,8192`.
-pub fn parse_contexts(s: &str) -> Result<Vec<usize>> {
+fn parse_contexts(s: &str) -> Result<Vec<usize>> {
     s.split(',')
         .map(|x| {
             x.trim()

@@ -1,17 +1,19 @@
-//! `lorekeeper ask` and `lorekeeper eval`: grounded answers over a bundle (model + index).
+//! `lorekeeper ask`: a grounded answer over a bundle (model + index): evidence, quoted facts,
+//! or an abstention. The session options and the [`Session`] are shared with `lorekeeper eval`.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use lorekeeper_engine::answer::eval::{parse_answer_questions, EvalSummary};
 use lorekeeper_engine::answer::session::{AnswerStream, Session as EngineSession};
 use lorekeeper_engine::answer::{Answer, AskConfig};
 use lorekeeper_engine::Backend;
 
+use crate::common::{on_backend, BackendArg};
+
 /// Options shared by `ask` and `eval`.
 #[derive(clap::Args, Clone)]
-pub struct AskArgs {
+pub struct SessionArgs {
     /// Bundle folder with a model part and an index part
     #[arg(long)]
     pub bundle: PathBuf,
@@ -58,7 +60,7 @@ pub struct Session<B: Backend> {
 
 impl<B: Backend> Session<B> {
     /// Loads the bundle's model, index and embedder, and the grammar vocabulary.
-    pub fn open(b: &B, a: &AskArgs) -> Result<Self> {
+    pub fn open(b: &B, a: &SessionArgs) -> Result<Self> {
         let mut cfg = match &a.config {
             Some(p) => {
                 let text = std::fs::read_to_string(p)
@@ -97,9 +99,29 @@ impl<B: Backend> Session<B> {
     }
 }
 
+/// Options of `lorekeeper ask`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    session: SessionArgs,
+    /// Where the model runs
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    /// Print the whole outcome as JSON
+    #[arg(long)]
+    json: bool,
+    /// The question
+    question: String,
+}
+
 /// `lorekeeper ask`.
-pub fn ask_on<B: Backend>(b: &B, a: &AskArgs, question: &str, json: bool) -> Result<()> {
-    let mut s = Session::open(b, a)?;
+pub fn run(args: Args) -> Result<()> {
+    on_backend!(args.backend, |b| ask_on(b, &args))
+}
+
+fn ask_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
+    let (question, json) = (a.question.as_str(), a.json);
+    let mut s = Session::open(b, &a.session)?;
     let mut stdout = std::io::stdout();
     let mut stream = AnswerStream::default();
     let ans = s.ask(b, question, |piece| {
@@ -156,63 +178,5 @@ pub fn ask_on<B: Backend>(b: &B, a: &AskArgs, question: &str, json: bool) -> Res
         ans.timings.masks,
         ans.timings.mask_ms_mean
     );
-    Ok(())
-}
-
-/// `lorekeeper eval`.
-pub fn eval_on<B: Backend>(
-    b: &B,
-    a: &AskArgs,
-    questions: &Path,
-    limit: Option<usize>,
-    json: bool,
-) -> Result<()> {
-    let text = std::fs::read_to_string(questions)
-        .with_context(|| format!("reading {}", questions.display()))?;
-    let mut qs = parse_answer_questions(&questions.display().to_string(), &text)
-        .map_err(anyhow::Error::msg)?;
-    if let Some(n) = limit {
-        qs.truncate(n);
-    }
-    let mut s = Session::open(b, a)?;
-    let mut sum = EvalSummary::default();
-    let mut masks = 0usize;
-    for (i, q) in qs.iter().enumerate() {
-        let t0 = std::time::Instant::now();
-        let r = s.ask(b, &q.question, |_| true);
-        let secs = t0.elapsed().as_secs_f64();
-        match &r {
-            Ok(ans) => {
-                masks += ans.timings.masks;
-                eprintln!(
-                    "[{}/{}] {} {} ({:.1} s): {}",
-                    i + 1,
-                    qs.len(),
-                    q.id,
-                    ans.action_sequence(),
-                    secs,
-                    ans.answer.chars().take(100).collect::<String>()
-                );
-            }
-            Err(e) => eprintln!("[{}/{}] {} error: {e:#}", i + 1, qs.len(), q.id),
-        }
-        sum.add(q, r.as_ref().map_err(|e| format!("{e:#}")), secs);
-    }
-    sum.finish(masks);
-    if json {
-        println!("{}", serde_json::to_string_pretty(&sum)?);
-    } else {
-        println!(
-            "{} ({}, {})\n",
-            questions.display(),
-            if s.cfg.grammar {
-                "grammar on"
-            } else {
-                "grammar off"
-            },
-            a.bundle.display()
-        );
-        print!("{}", sum.markdown());
-    }
     Ok(())
 }

@@ -1,0 +1,114 @@
+//! What several commands share: the model and backend options, loading a model, opening a
+//! bundle's index, the backend choice ([`on_backend!`]) and the CPU thread count.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::ValueEnum;
+use lorekeeper_engine::bundle::IndexBundle;
+use lorekeeper_engine::cpu::pool as cpu_pool;
+use lorekeeper_engine::loader;
+use lorekeeper_engine::models::{Decoder, WeightFormat};
+use lorekeeper_engine::tokenizer::Tokenizer;
+use lorekeeper_engine::Backend;
+
+/// `--backend`: where a command runs.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum BackendArg {
+    /// The CPU path unless a hardware GPU measures faster (software adapters never win)
+    Auto,
+    /// The GPU adapter wgpu picks (WGSL kernels)
+    Gpu,
+    /// The CPU path (SIMD integer dot products, threads)
+    Cpu,
+}
+
+/// `--weights`: how matmul weights are stored on the device.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum WeightsArg {
+    /// f32 (exact dequantization of the source)
+    F32,
+    /// LQ4 4-bit, quantized at load
+    Q4,
+}
+
+/// The options of the commands that load a model (`generate`, `perplexity`, `bench`).
+#[derive(clap::Args)]
+pub struct ModelArgs {
+    /// GGUF file, Hugging Face model folder or Lorekeeper bundle folder
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Where to run
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: BackendArg,
+    /// How to store matmul weights on the device [default: q4 for a q4 bundle or a 4-bit GGUF, else f32]
+    #[arg(long, value_enum)]
+    pub weights: Option<WeightsArg>,
+    /// KV-cache capacity in tokens
+    #[arg(long, default_value_t = 4096)]
+    pub ctx: usize,
+}
+
+/// Runs `$body` with `$b` bound to the chosen backend (both implement the same op set).
+macro_rules! on_backend {
+    ($which:expr, |$b:ident| $body:expr) => {
+        match $which {
+            $crate::common::BackendArg::Cpu => {
+                let $b = &lorekeeper_engine::CpuBackend;
+                $body
+            }
+            $crate::common::BackendArg::Gpu => {
+                let ctx = lorekeeper_engine::GpuContext::new_blocking(
+                    lorekeeper_engine::Requirements::default(),
+                )?;
+                eprintln!("backend: gpu, {}", ctx.adapter_description());
+                let $b = &ctx;
+                $body
+            }
+            $crate::common::BackendArg::Auto => {
+                use lorekeeper_engine::choose;
+                let ctx = lorekeeper_engine::GpuContext::new_blocking(
+                    lorekeeper_engine::Requirements::default(),
+                )
+                .ok();
+                match pollster::block_on(choose::decide(ctx.as_ref(), 2048, 2048)) {
+                    choose::Decision::Gpu(why) => {
+                        eprintln!("backend: gpu (auto), {why}");
+                        let $b = anyhow::Context::context(ctx.as_ref(), "the chosen GPU vanished")?;
+                        $body
+                    }
+                    choose::Decision::Cpu(why) => {
+                        drop(ctx);
+                        eprintln!("backend: cpu (auto), {why}");
+                        let $b = &lorekeeper_engine::CpuBackend;
+                        $body
+                    }
+                }
+            }
+        }
+    };
+}
+pub(crate) use on_backend;
+
+/// Sets the CPU pool's thread count (`--threads`; `None` = the physical cores) and returns the
+/// count in effect.
+pub fn set_threads(requested: Option<u16>) -> usize {
+    match cpu_pool::set_threads(requested.map_or(0, usize::from)) {
+        Ok(n) | Err(n) => n,
+    }
+}
+
+/// Loads the model and tokenizer `m` names, prefilling at most `chunk` tokens per pass.
+pub fn load<B: Backend>(b: &B, m: &ModelArgs, chunk: usize) -> Result<(Decoder<B>, Tokenizer)> {
+    let format = m.weights.map(|w| match w {
+        WeightsArg::F32 => WeightFormat::F32,
+        WeightsArg::Q4 => WeightFormat::Q4,
+    });
+    loader::load(b, &m.model, format, m.ctx, chunk)
+        .with_context(|| format!("loading {}", m.model.display()))
+}
+
+/// Opens a bundle folder's story index.
+pub fn open_index(bundle: &Path) -> Result<IndexBundle> {
+    IndexBundle::open_dir(bundle).with_context(|| format!("opening {}", bundle.display()))
+}

@@ -1,0 +1,136 @@
+//! `lorekeeper eval-retrieval`: retrieval quality on a question set (recall@1/5/10 and MRR for
+//! dense / BM25 / graph / fused rankings) and query latency.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use lorekeeper_engine::retrieval::{evaluate, parse_questions, Sources};
+use lorekeeper_engine::Backend;
+
+use crate::common::{on_backend, open_index, BackendArg};
+
+/// Options of `lorekeeper eval-retrieval`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Bundle folder (with an index part)
+    #[arg(long)]
+    bundle: PathBuf,
+    /// JSONL of {question, gold:[passage substring…]} (questions without gold are skipped)
+    #[arg(long)]
+    questions: PathBuf,
+    /// Where the query embedder runs
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    /// Print JSON
+    #[arg(long)]
+    json: bool,
+}
+
+/// `lorekeeper eval-retrieval`.
+pub fn run(args: Args) -> Result<()> {
+    on_backend!(args.backend, |b| eval_retrieval_on(b, &args))
+}
+
+fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
+    let questions = a.questions.as_path();
+    let mut ix = open_index(&a.bundle)?;
+    let bytes =
+        std::fs::read(questions).with_context(|| format!("reading {}", questions.display()))?;
+    let all = parse_questions(&questions.display().to_string(), &bytes)?;
+    let qs: Vec<_> = all.into_iter().filter(|q| !q.gold.is_empty()).collect();
+    if qs.is_empty() {
+        bail!("{}: no question with gold passages", questions.display());
+    }
+    let emb = ix.embedder(b)?;
+    let mut embed_ms = Vec::new();
+    let vecs = match &emb {
+        Some(e) => {
+            let mut v = Vec::with_capacity(qs.len());
+            for q in &qs {
+                let t = std::time::Instant::now();
+                v.push(pollster::block_on(e.embed_query(b, &q.question))?);
+                embed_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    let mut rows = Vec::new();
+    let dense_bm25 = Sources {
+        graph: false,
+        ..Sources::ALL
+    };
+    let configs: [(&str, Sources); 5] = [
+        ("dense", Sources::DENSE),
+        ("bm25", Sources::SPARSE),
+        ("graph", Sources::GRAPH),
+        ("dense + bm25", dense_bm25),
+        ("fused (dense + bm25 + graph)", Sources::ALL),
+    ];
+    for (name, src) in configs {
+        // Without vectors the dense rankings are empty: skip the rows that need them.
+        if src.dense && vecs.is_none() && (!src.graph || !src.sparse) {
+            continue;
+        }
+        let r = evaluate(&ix.story, &qs, vecs.as_deref(), src)?;
+        rows.push((name.to_string(), r.metrics));
+    }
+    // The same fusion without neighbor expansion (neighbors take ranks in the lists above).
+    let cfg = ix.story.config().clone();
+    let mut no_nb = cfg.fusion.clone();
+    no_nb.neighbors = 0;
+    ix.story.set_search_config(no_nb, cfg.graph.clone());
+    let r = evaluate(&ix.story, &qs, vecs.as_deref(), Sources::ALL)?;
+    rows.push(("fused, no neighbor expansion".into(), r.metrics));
+    ix.story.set_search_config(cfg.fusion, cfg.graph);
+    // Search latency of the fused ranking (query already embedded).
+    let mut search_ms = Vec::new();
+    for (i, q) in qs.iter().enumerate() {
+        let v = vecs.as_ref().map(|v| v[i].as_slice());
+        let t = std::time::Instant::now();
+        ix.story.search(&q.question, v, 10, Sources::ALL)?;
+        search_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let pct = |v: &mut Vec<f64>, p: f64| -> f64 {
+        if v.is_empty() {
+            return f64::NAN;
+        }
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[((v.len() - 1) as f64 * p).round() as usize]
+    };
+    let lat = serde_json::json!({
+        "embed_ms_p50": pct(&mut embed_ms, 0.5), "embed_ms_p99": pct(&mut embed_ms, 0.99),
+        "search_ms_p50": pct(&mut search_ms, 0.5), "search_ms_p99": pct(&mut search_ms, 0.99),
+    });
+    if a.json {
+        let out = serde_json::json!({
+            "questions": qs.len(),
+            "chunks": ix.part.chunks,
+            "results": rows.iter().map(|(n, m)| serde_json::json!({"sources": n, "recall_at_1": m.recall_at_1, "recall_at_5": m.recall_at_5, "recall_at_10": m.recall_at_10, "mrr": m.mrr})).collect::<Vec<_>>(),
+            "latency": lat,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "{} questions with gold passages, {} chunks\n",
+            qs.len(),
+            ix.part.chunks
+        );
+        println!("| sources | recall@1 | recall@5 | recall@10 | MRR |");
+        println!("|---|---|---|---|---|");
+        for (n, m) in &rows {
+            println!(
+                "| {n} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                m.recall_at_1, m.recall_at_5, m.recall_at_10, m.mrr
+            );
+        }
+        println!(
+            "\nquery embedding p50 {:.1} ms / p99 {:.1} ms; fused search p50 {:.2} ms / p99 {:.2} ms",
+            lat["embed_ms_p50"].as_f64().unwrap_or(f64::NAN),
+            lat["embed_ms_p99"].as_f64().unwrap_or(f64::NAN),
+            lat["search_ms_p50"].as_f64().unwrap_or(f64::NAN),
+            lat["search_ms_p99"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
+    Ok(())
+}
