@@ -319,6 +319,23 @@ pub async fn generate<B: Backend>(
     generate_with(b, model, tok, prompt, opts, None, on_text).await
 }
 
+/// Refuses an empty prompt, and one of `tokens` that fills a `context`-position cache.
+fn check_prompt(tokens: usize, context: usize) -> Result<()> {
+    if tokens == 0 {
+        return Err(EngineError::Shape {
+            op: "generate",
+            detail: "the prompt is empty".into(),
+        });
+    }
+    if tokens >= context {
+        return Err(EngineError::Shape {
+            op: "generate",
+            detail: format!("the prompt has {tokens} tokens but the context holds {context}"),
+        });
+    }
+    Ok(())
+}
+
 /// [`generate`] under an optional decoding [`Constraint`]: each step samples only among the
 /// tokens it allows (the logits row is read back whole), forced runs are fed in one forward
 /// pass, and generation ends when the constraint is complete.
@@ -332,22 +349,7 @@ pub async fn generate_with<B: Backend>(
     mut on_text: impl FnMut(&str) -> bool,
 ) -> Result<Generation> {
     opts.sampling.validate()?;
-    if prompt.is_empty() {
-        return Err(EngineError::Shape {
-            op: "generate",
-            detail: "the prompt is empty".into(),
-        });
-    }
-    if prompt.len() >= model.context() {
-        return Err(EngineError::Shape {
-            op: "generate",
-            detail: format!(
-                "the prompt has {} tokens but the context holds {}",
-                prompt.len(),
-                model.context()
-            ),
-        });
-    }
+    check_prompt(prompt.len(), model.context())?;
     let mut rng = Pcg32::new(opts.sampling.seed);
     model.reset(b)?;
     let t0 = now_ms();
@@ -478,6 +480,20 @@ mod tests {
         let seen: std::collections::HashSet<u32> =
             (0..200).map(|_| pick(&c, z, &p, &mut rng)).collect();
         assert_eq!(seen.len(), 3);
+    }
+
+    #[test]
+    fn prompts_must_be_non_empty_and_leave_room() {
+        let detail = |r: Result<()>| match r {
+            Err(EngineError::Shape { op, detail }) => format!("{op}: {detail}"),
+            other => format!("{other:?}"),
+        };
+        assert_eq!(detail(check_prompt(0, 8)), "generate: the prompt is empty");
+        assert_eq!(
+            detail(check_prompt(8, 8)),
+            "generate: the prompt has 8 tokens but the context holds 8"
+        );
+        assert!(check_prompt(7, 8).is_ok());
     }
 
     #[test]

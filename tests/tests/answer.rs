@@ -23,7 +23,7 @@ use lorekeeper_engine::answer::modes::{
 };
 use lorekeeper_engine::answer::recover::{parse_action, ParseOutcome};
 use lorekeeper_engine::answer::validate::{check, Caps};
-use lorekeeper_engine::answer::{ask, AskConfig, Mode, Retriever};
+use lorekeeper_engine::answer::{ask, AskConfig, Llm, Mode, Retriever};
 use lorekeeper_engine::generate::{mask_allows, Constraint, Step};
 use lorekeeper_engine::gguf::Gguf;
 use lorekeeper_engine::models::llama::Config;
@@ -317,10 +317,7 @@ fn pipeline_on_smollm2() {
     ];
     for q in questions {
         let a = pollster::block_on(ask(
-            &b,
-            &mut model,
-            &tok,
-            Some(&vocab),
+            Llm::new(&b, &mut model, &tok, Some(&vocab)),
             &retriever,
             q,
             &cfg,
@@ -369,10 +366,7 @@ fn pipeline_on_smollm2() {
             ..cfg.clone()
         };
         let a = pollster::block_on(ask(
-            &b,
-            &mut model,
-            &tok,
-            Some(&vocab),
+            Llm::new(&b, &mut model, &tok, Some(&vocab)),
             &retriever,
             questions[0],
             &mcfg,
@@ -410,10 +404,7 @@ fn pipeline_on_smollm2() {
         ..cfg.clone()
     };
     let a = pollster::block_on(ask(
-        &b,
-        &mut model,
-        &tok,
-        None,
+        Llm::new(&b, &mut model, &tok, None),
         &retriever,
         questions[0],
         &free,
@@ -430,10 +421,7 @@ fn pipeline_on_smollm2() {
     // Hostile questions.
     for (q, want) in [("", "empty"), ("   \n\t ", "empty")] {
         match pollster::block_on(ask(
-            &b,
-            &mut model,
-            &tok,
-            Some(&vocab),
+            Llm::new(&b, &mut model, &tok, Some(&vocab)),
             &retriever,
             q,
             &cfg,
@@ -445,10 +433,7 @@ fn pipeline_on_smollm2() {
     }
     let huge = "why ".repeat(25_000);
     match pollster::block_on(ask(
-        &b,
-        &mut model,
-        &tok,
-        Some(&vocab),
+        Llm::new(&b, &mut model, &tok, Some(&vocab)),
         &retriever,
         &huge,
         &cfg,

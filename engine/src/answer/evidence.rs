@@ -135,6 +135,50 @@ pub fn render(evidence: &[Evidence]) -> String {
     s
 }
 
+/// Why a round's evidence ends the question before anything is generated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shortfall {
+    /// The round's problem.
+    pub problem: String,
+    /// The answer's abstention reason.
+    pub reason: String,
+}
+
+/// The evidence stage's gate: a round that `added` no passage ends the question, and so does a
+/// first round whose best dense cosine among `hits` is under the weak-retrieval `floor` (when
+/// the embedder has one and any hit has a dense score).
+pub fn shortfall(
+    added: usize,
+    hits: &[Hit],
+    floor: Option<f32>,
+    round: usize,
+) -> Option<Shortfall> {
+    if added == 0 {
+        return Some(Shortfall {
+            problem: "retrieval found no new passage".into(),
+            reason: if round == 1 {
+                "retrieval found no passage".into()
+            } else {
+                "the follow-up search found nothing new".into()
+            },
+        });
+    }
+    let best = hits
+        .iter()
+        .filter_map(|h| h.dense_score)
+        .fold(f32::MIN, f32::max);
+    match floor {
+        Some(floor) if round == 1 && best > f32::MIN && best < floor => {
+            let why = format!("weak retrieval: best dense cosine {best:.3} < {floor:.3}");
+            Some(Shortfall {
+                problem: why.clone(),
+                reason: why,
+            })
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +255,34 @@ mod tests {
                 .map(|l| l.starts_with("[E1] (CHAPTER I) word")),
             Some(true)
         );
+    }
+
+    #[test]
+    fn shortfall_stops_on_nothing_new_and_on_weak_first_rounds() {
+        let scored = |s: f32| Hit {
+            dense_score: Some(s),
+            ..hit(1, "x")
+        };
+        let none = shortfall(0, &[], None, 1).expect("nothing found");
+        assert_eq!(none.reason, "retrieval found no passage");
+        assert_eq!(none.problem, "retrieval found no new passage");
+        assert_eq!(
+            shortfall(0, &[], None, 2).map(|s| s.reason),
+            Some("the follow-up search found nothing new".to_string())
+        );
+        let weak = shortfall(1, &[scored(0.2), scored(0.3)], Some(0.4), 1).expect("weak");
+        assert_eq!(
+            weak.reason,
+            "weak retrieval: best dense cosine 0.300 < 0.400"
+        );
+        assert_eq!(weak.problem, weak.reason);
+        // Strong enough, a later round, no threshold, or no dense score: go on.
+        assert_eq!(
+            shortfall(1, &[scored(0.2), scored(0.5)], Some(0.4), 1),
+            None
+        );
+        assert_eq!(shortfall(1, &[scored(0.2)], Some(0.4), 2), None);
+        assert_eq!(shortfall(1, &[scored(0.2)], None, 1), None);
+        assert_eq!(shortfall(1, &[hit(1, "x")], Some(0.4), 1), None);
     }
 }

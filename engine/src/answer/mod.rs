@@ -8,33 +8,41 @@
 //! 3. every answer is checked ([`validate`]): ids exist, quotes are verbatim, key terms quoted;
 //! 4. a failed check or `retrieve_more` searches again (at most `max_rounds`; a round that
 //!    finds nothing new ends the loop); at the end, failure abstains with the best snippets.
+//!
+//! [`ask`] runs these stages as the methods of a small state carried from round to round
+//! (`rounds.rs`), each over its own module: retrieve ([`Retriever::search`]) → evidence
+//! ([`evidence::extend`], [`evidence::shortfall`]) → prompt ([`prompt::fit_grounded`]) →
+//! constrained generation ([`Llm`], `generation.rs`) → recover and validate
+//! ([`recover::parse_action`], [`validate::check`]) → next round (`rounds::next_round`). The
+//! refiner and ReAct protocols ([`modes`]) take over after the first brief.
 
 pub mod eval;
 pub mod evidence;
+mod generation;
 pub mod grammar;
 pub mod modes;
 pub mod prompt;
 pub mod recover;
+mod rounds;
 pub mod schema;
 pub mod session;
 pub mod validate;
+
+pub use generation::Llm;
 
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::embed::Embedder;
 use crate::error::{EngineError, Result};
-use crate::generate::{
-    generate_with, now_ms, Constraint, GenerateOptions, Generation, SamplingParams,
-};
-use crate::models::Decoder;
-use crate::retrieval::{Sources, StoryIndex};
-use crate::tokenizer::{Role, Tokenizer};
+use crate::generate::{now_ms, SamplingParams};
+use crate::retrieval::{Hit, Sources, StoryIndex};
 use evidence::{BriefLimits, Evidence};
-use grammar::{Closers, GrammarVocab, TextCaps};
+use grammar::{GrammarVocab, TextCaps};
 use recover::ParseOutcome;
+use rounds::Rounds;
 use schema::{GroundedAction, NextAction};
-use validate::{Caps, Checked};
+use validate::Caps;
 
 /// The answer protocol.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,6 +142,24 @@ pub struct Retriever<'a, B: Backend> {
     pub embedder: Option<&'a Embedder<B>>,
 }
 
+impl<B: Backend> Retriever<'_, B> {
+    /// Embeds `query` (when there is an embedder) and searches every source for `k` passages.
+    pub async fn search(&self, b: &B, query: &str, k: usize) -> Result<Vec<Hit>> {
+        let qv = match self.embedder {
+            Some(e) => Some(e.embed_query(b, query).await?),
+            None => None,
+        };
+        Ok(self.index.search(query, qv.as_deref(), k, Sources::ALL)?)
+    }
+
+    /// The weak-retrieval threshold of `cfg` for the embedder's kind (`None`: no embedder, or
+    /// none calibrated for it).
+    pub fn weak_floor(&self, cfg: &AskConfig) -> Option<f32> {
+        self.embedder
+            .and_then(|e| cfg.weak_dense.get(&e.spec.kind).copied())
+    }
+}
+
 /// One retrieval-and-answer round.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Round {
@@ -153,6 +179,22 @@ pub struct Round {
     pub problems: Vec<String>,
     /// Tokens generated.
     pub tokens: usize,
+}
+
+impl Round {
+    /// A round that searched `query` and added `evidence`, before it generates.
+    pub(crate) fn new(query: &str, evidence: Vec<Evidence>) -> Round {
+        Round {
+            query: query.to_string(),
+            hypothesis: None,
+            evidence,
+            raw_output: String::new(),
+            outcome: ParseOutcome::Failed,
+            action: None,
+            problems: Vec::new(),
+            tokens: 0,
+        }
+    }
 }
 
 /// A checked fact of the final answer.
@@ -247,43 +289,6 @@ impl Answer {
     }
 }
 
-/// Generates from `ids`, under `grammar` (its vocabulary, the Lark text, how it closes) when one
-/// is given; the mask times are added to `mask_ms`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn generate_under<B: Backend>(
-    b: &B,
-    model: &mut Decoder<B>,
-    tok: &Tokenizer,
-    grammar: Option<(&GrammarVocab, &str, Closers)>,
-    ids: &[u32],
-    opts: &GenerateOptions,
-    mask_ms: &mut Vec<f64>,
-    on_text: impl FnMut(&str) -> bool,
-) -> Result<Generation> {
-    let mut gc = match grammar {
-        Some((v, g, closers)) => {
-            let mut c = v.constraint(g)?;
-            c.closers = closers;
-            Some(c)
-        }
-        None => None,
-    };
-    let gen = generate_with(
-        b,
-        model,
-        tok,
-        ids,
-        opts,
-        gc.as_mut().map(|g| g as &mut dyn Constraint),
-        on_text,
-    )
-    .await?;
-    if let Some(g) = &gc {
-        mask_ms.extend_from_slice(&g.mask_ms);
-    }
-    Ok(gen)
-}
-
 /// Checks the question: trimmed, non-empty, not over the limit.
 pub fn check_question(q: &str, max_chars: usize) -> Result<String> {
     let q = prompt::defang(q).replace('\n', " ");
@@ -300,20 +305,14 @@ pub fn check_question(q: &str, max_chars: usize) -> Result<String> {
     Ok(q.to_string())
 }
 
-/// Answers `question` from the story (module docs). `vocab` is needed when `cfg.grammar` is
-/// on; `on_text` streams the model's raw output of each round.
-#[allow(clippy::too_many_arguments)]
-pub async fn ask<B: Backend>(
-    b: &B,
-    model: &mut Decoder<B>,
-    tok: &Tokenizer,
-    vocab: Option<&GrammarVocab>,
-    retriever: &Retriever<'_, B>,
+/// Admits a question under `cfg`: no web context, a question within its limits ([`check_question`]),
+/// and the grammar `vocab` only when constrained decoding is on (an error when it is on without
+/// one). Returns the checked question and the vocabulary to decode with.
+pub fn admit<'v>(
     question: &str,
     cfg: &AskConfig,
-    mut on_text: impl FnMut(&str) -> bool,
-) -> Result<Answer> {
-    let t_start = now_ms();
+    vocab: Option<&'v GrammarVocab>,
+) -> Result<(String, Option<&'v GrammarVocab>)> {
     if cfg.web_context {
         return Err(EngineError::Question(
             "web_context is on, but Lorekeeper runs offline: there is no web to search".into(),
@@ -328,282 +327,73 @@ pub async fn ask<B: Backend>(
         }
         (g, v) => v.filter(|_| g),
     };
-    let mut out = Answer {
-        mode: cfg.mode,
-        question: question.clone(),
-        rounds: Vec::new(),
-        final_action: NextAction::Abstain,
-        answer: String::new(),
-        facts: Vec::new(),
-        abstain_reason: None,
-        snippets: Vec::new(),
-        grammar: vocab.is_some(),
-        evidence: Vec::new(),
-        timings: Timings::default(),
-    };
-    let mut mask_ms: Vec<f64> = Vec::new();
-    let mut query = question.clone();
-    let mut hypothesis: Option<schema::Hypothesis> = None;
-    let mut finished: Option<(GroundedAction, Checked)> = None;
-    for round in 1..=cfg.max_rounds.max(1) {
-        // 1. Retrieve and extend the brief.
-        let t0 = now_ms();
-        let qv = match retriever.embedder {
-            Some(e) => Some(e.embed_query(b, &query).await?),
-            None => None,
-        };
-        let hits = retriever
-            .index
-            .search(&query, qv.as_deref(), cfg.search_k, Sources::ALL)?;
-        out.timings.retrieval_ms += now_ms() - t0;
-        let before = out.evidence.len();
-        let added = evidence::extend(&mut out.evidence, &hits, &cfg.brief);
-        let mut r = Round {
-            query: query.clone(),
-            hypothesis: hypothesis.take(),
-            evidence: out.evidence[before..].to_vec(),
-            raw_output: String::new(),
-            outcome: ParseOutcome::Failed,
-            action: None,
-            problems: Vec::new(),
-            tokens: 0,
-        };
-        if added == 0 {
-            r.problems.push("retrieval found no new passage".into());
-            out.rounds.push(r);
-            out.abstain_reason = Some(if round == 1 {
-                "retrieval found no passage".into()
-            } else {
-                "the follow-up search found nothing new".into()
-            });
+    Ok((question, vocab))
+}
+
+/// Answers `question` from the story (module docs) with the model side `llm`, whose grammar
+/// vocabulary is needed when `cfg.grammar` is on; `on_text` streams the model's raw output of
+/// each round.
+pub async fn ask<B: Backend>(
+    mut llm: Llm<'_, B>,
+    retriever: &Retriever<'_, B>,
+    question: &str,
+    cfg: &AskConfig,
+    mut on_text: impl FnMut(&str) -> bool,
+) -> Result<Answer> {
+    let t_start = now_ms();
+    let (question, vocab) = admit(question, cfg, llm.vocab)?;
+    llm.vocab = vocab;
+    let mut run = Rounds::new(cfg, question, vocab.is_some());
+    let rounds = cfg.max_rounds.max(1);
+    for round in 1..=rounds {
+        // 1. Retrieve and extend the brief (no new passage, or weak retrieval, abstains).
+        let hits = run.retrieve(llm.backend, retriever).await?;
+        let Some(mut r) = run.brief(&hits, retriever.weak_floor(cfg), round) else {
             break;
-        }
-        let best = hits
-            .iter()
-            .filter_map(|h| h.dense_score)
-            .fold(f32::MIN, f32::max);
-        let floor = retriever
-            .embedder
-            .and_then(|e| cfg.weak_dense.get(&e.spec.kind).copied());
-        if let (true, Some(floor)) = (round == 1 && best > f32::MIN, floor) {
-            if best < floor {
-                let why = format!("weak retrieval: best dense cosine {best:.3} < {floor:.3}");
-                r.problems.push(why.clone());
-                out.rounds.push(r);
-                out.abstain_reason = Some(why);
-                break;
-            }
-        }
+        };
         // The refiner and ReAct protocols take over from the first brief.
         if cfg.mode != Mode::Grounded {
-            let mo = if cfg.mode == Mode::Refiner {
-                modes::refiner(
-                    b,
-                    model,
-                    tok,
-                    vocab,
-                    &question,
-                    &out.evidence,
-                    cfg,
-                    &mut on_text,
-                )
-                .await?
-            } else {
-                modes::react(
-                    b,
-                    model,
-                    tok,
-                    vocab,
-                    retriever,
-                    &question,
-                    &mut out.evidence,
-                    cfg,
-                    &mut on_text,
-                )
-                .await?
-            };
-            out.rounds = mo.rounds;
-            if let Some(first) = out.rounds.first_mut() {
-                let mut ev = r.evidence.clone();
-                ev.extend(std::mem::take(&mut first.evidence));
-                first.evidence = ev;
-                first.query = format!("{} | {}", r.query, first.query);
-            }
-            out.final_action = mo.final_action;
-            out.answer = mo.answer;
-            out.facts = mo.facts;
-            out.abstain_reason = mo.abstain_reason;
-            if out.final_action == NextAction::Abstain {
-                out.snippets = out.evidence.iter().take(2).cloned().collect();
-            }
-            out.timings.prefill_s = mo.prefill_s;
-            out.timings.decode_s = mo.decode_s;
-            out.timings.masks = mo.mask_ms.len();
-            if !mo.mask_ms.is_empty() {
-                out.timings.mask_ms_mean = mo.mask_ms.iter().sum::<f64>() / mo.mask_ms.len() as f64;
-                out.timings.mask_ms_max = mo.mask_ms.iter().cloned().fold(0.0, f64::max);
-            }
-            out.timings.total_s = (now_ms() - t_start) / 1e3;
-            return Ok(out);
+            run.hand_over(&mut llm, retriever, r, &mut on_text).await?;
+            return Ok(run.finish(t_start));
         }
         // 2. Prompt (dropping the last passages if the context cannot hold them) and generate.
-        let budget = cfg.context.min(model.context());
-        let mut shown = out.evidence.len();
-        let ids = loop {
-            let user = prompt::user_turn(&out.evidence[..shown], &question);
-            let mut text = tok.chat.render(&[
-                (Role::System, prompt::GROUNDED_SYSTEM.to_string()),
-                (Role::User, user),
-            ]);
-            if vocab.is_none() {
-                text.push('{');
-            }
-            let ids = tok.encode(&text)?;
-            if ids.len() + cfg.max_tokens.min(256) <= budget || shown <= 1 {
-                break ids;
-            }
-            shown -= 1;
-        };
-        if ids.len() + 16 > budget {
-            return Err(EngineError::Question(format!(
-                "the prompt needs {} tokens but the context holds {budget}",
-                ids.len()
-            )));
-        }
-        let max_tokens = cfg.max_tokens.min(budget - ids.len());
-        let opts = GenerateOptions {
-            max_tokens,
-            sampling: cfg.sampling.clone(),
-            stop: Vec::new(),
-        };
-        let g = match vocab {
-            Some(v) => Some((
-                v,
-                grammar::build_grammar(&out.evidence[..shown], &cfg.caps, &cfg.text_caps)?,
-            )),
-            None => None,
-        };
-        let gen = generate_under(
-            b,
-            model,
-            tok,
-            g.as_ref().map(|(v, g)| (*v, g.as_str(), Closers::JSON)),
-            &ids,
-            &opts,
-            &mut mask_ms,
-            &mut on_text,
-        )
-        .await?;
-        out.timings.prefill_s += gen.prefill_s;
-        out.timings.decode_s += gen.decode_s;
-        r.raw_output = if vocab.is_none() {
-            format!("{{{}", gen.text)
-        } else {
-            gen.text.clone()
-        };
-        r.tokens = gen.tokens.len();
-        // 3. Read and check.
-        let (action, outcome) = recover::parse_action(&r.raw_output);
-        r.outcome = outcome;
-        let last = round == cfg.max_rounds.max(1);
-        let Some(action) = action else {
-            r.problems
-                .push("the output is not a grounded_action_v1 object".into());
-            out.rounds.push(r);
-            if last {
-                out.abstain_reason = Some("no valid answer in the last round".into());
-            }
-            continue;
-        };
-        let checked = validate::check(&action, &out.evidence[..shown], &cfg.caps);
-        r.problems = checked.problems.clone();
-        r.action = Some(action.clone());
-        out.rounds.push(r);
-        match action.next_action {
-            NextAction::AnswerDirectly if checked.ok() => {
-                finished = Some((action, checked));
-                break;
-            }
-            NextAction::Abstain | NextAction::ClarifyUser => {
-                finished = Some((action, checked));
-                break;
-            }
-            NextAction::RetrieveMore if !last => {
-                let kws: Vec<String> = action
-                    .follow_up_hypothesis
-                    .as_ref()
-                    .map(|h| h.keywords.iter().chain(&h.entities).cloned().collect())
-                    .unwrap_or_default();
-                query = if kws.is_empty() {
-                    question.clone()
-                } else {
-                    format!("{} {}", question, kws.join(" "))
-                };
-                hypothesis = action.follow_up_hypothesis.clone();
-            }
-            NextAction::AnswerDirectly if !last => {
-                // Failed checks: search again with what the model thought it found.
-                let facts: Vec<&str> = action
-                    .supported_facts
-                    .iter()
-                    .map(|f| f.fact.as_str())
-                    .collect();
-                query = format!("{} {}", question, facts.join(" "));
-                hypothesis = Some(schema::Hypothesis {
-                    intent: "verify the facts that failed their checks".into(),
-                    keywords: facts.iter().map(|f| f.to_string()).collect(),
-                    ..Default::default()
-                });
-            }
-            _ => {
-                out.abstain_reason = Some(if action.next_action == NextAction::RetrieveMore {
-                    "more evidence was asked for after the last round".into()
-                } else {
-                    "the answer failed its checks in the last round".into()
-                });
-            }
+        let shown = run.generate(&mut llm, &mut r, &mut on_text).await?;
+        // 3. Read and check; an action that stands ends the rounds, others search again.
+        if run.read(r, shown, round == rounds).is_break() {
+            break;
         }
     }
     // 4. The final action.
-    match finished {
-        Some((action, checked)) => {
-            out.final_action = action.next_action;
-            out.answer = match action.next_action {
-                NextAction::ClarifyUser => {
-                    action.clarification_question.clone().unwrap_or_default()
-                }
-                _ => action.final_answer.clone(),
-            };
-            if out.answer.trim().is_empty() && action.next_action == NextAction::Abstain {
-                out.answer = prompt::abstain_text(&question).into();
-            }
-            out.facts = checked
-                .facts
-                .into_iter()
-                .map(|f| FinalFact {
-                    fact: f.fact,
-                    refs: f.refs,
-                    verified: f.verified,
-                })
-                .collect();
-            if action.next_action == NextAction::Abstain {
-                out.snippets = out.evidence.iter().take(2).cloned().collect();
-            }
-        }
-        None => {
-            out.final_action = NextAction::Abstain;
-            out.answer = prompt::abstain_text(&question).into();
-            out.snippets = out.evidence.iter().take(2).cloned().collect();
-            if out.abstain_reason.is_none() {
-                out.abstain_reason = Some("no checked answer".into());
-            }
-        }
+    run.conclude();
+    Ok(run.finish(t_start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admit_checks_the_question_and_the_grammar_setting() {
+        let msg = |r: Result<(String, Option<&GrammarVocab>)>| match r {
+            Err(e) => e.to_string(),
+            Ok((q, v)) => format!("ok {q:?} {}", v.is_some()),
+        };
+        let cfg = AskConfig::default();
+        let web = AskConfig {
+            web_context: true,
+            ..AskConfig::default()
+        };
+        assert!(msg(admit("Who?", &web, None)).contains("there is no web to search"));
+        // The question is checked before the grammar setting.
+        assert!(msg(admit("  \n ", &cfg, None)).contains("the question is empty"));
+        assert!(msg(admit("Who?", &cfg, None)).contains("no grammar vocabulary was given"));
+        let free = AskConfig {
+            grammar: false,
+            ..AskConfig::default()
+        };
+        assert_eq!(
+            msg(admit(" Who\nran? ", &free, None)),
+            "ok \"Who ran?\" false"
+        );
     }
-    out.timings.masks = mask_ms.len();
-    if !mask_ms.is_empty() {
-        out.timings.mask_ms_mean = mask_ms.iter().sum::<f64>() / mask_ms.len() as f64;
-        out.timings.mask_ms_max = mask_ms.iter().cloned().fold(0.0, f64::max);
-    }
-    out.timings.total_s = (now_ms() - t_start) / 1e3;
-    Ok(out)
 }

@@ -1,6 +1,9 @@
-//! Prompts for the answer protocols, and the input hygiene they share.
+//! Prompts for the answer protocols, the input hygiene they share, and the grounded prompt
+//! fitted to the model's context.
 
 use super::evidence::{render, Evidence};
+use crate::error::{EngineError, Result};
+use crate::tokenizer::{Role, Tokenizer};
 
 /// ASA's abstention text, in the question's language.
 pub fn abstain_text(question: &str) -> &'static str {
@@ -106,6 +109,67 @@ pub fn user_turn(evidence: &[Evidence], question: &str) -> String {
     )
 }
 
+/// Tokens a prompt must leave free in the context (the least answer worth generating).
+const MIN_ROOM: usize = 16;
+
+/// Refuses a prompt of `tokens` that leaves less than a few tokens of a `budget`-token context.
+pub fn check_room(tokens: usize, budget: usize) -> Result<()> {
+    if tokens + MIN_ROOM > budget {
+        return Err(EngineError::Question(format!(
+            "the prompt needs {tokens} tokens but the context holds {budget}"
+        )));
+    }
+    Ok(())
+}
+
+/// What the grounded prompt must fit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Room {
+    /// Tokens the context holds (the configured context, capped by the model's).
+    pub budget: usize,
+    /// Tokens kept free for the answer while passages can still be dropped.
+    pub reserve: usize,
+    /// Decoding is free: the prompt opens the JSON object (`{`) for the model.
+    pub open_brace: bool,
+}
+
+/// The grounded prompt, fitted to its [`Room`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fitted {
+    /// The prompt's token ids.
+    pub ids: Vec<u32>,
+    /// How many leading passages of the brief it shows.
+    pub shown: usize,
+}
+
+/// The grounded prompt (system prompt, brief, question) over as many leading passages of
+/// `evidence` as leave `room.reserve` tokens free, dropping the last ones first but keeping at
+/// least one; an error when even that prompt leaves no room to answer ([`check_room`]).
+pub fn fit_grounded(
+    tok: &Tokenizer,
+    evidence: &[Evidence],
+    question: &str,
+    room: &Room,
+) -> Result<Fitted> {
+    let mut shown = evidence.len();
+    let ids = loop {
+        let mut text = tok.chat.render(&[
+            (Role::System, GROUNDED_SYSTEM.to_string()),
+            (Role::User, user_turn(&evidence[..shown], question)),
+        ]);
+        if room.open_brace {
+            text.push('{');
+        }
+        let ids = tok.encode(&text)?;
+        if ids.len() + room.reserve <= room.budget || shown <= 1 {
+            break ids;
+        }
+        shown -= 1;
+    };
+    check_room(ids.len(), room.budget)?;
+    Ok(Fitted { ids, shown })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +210,66 @@ mod tests {
         }
         // The framing follows the question's language.
         assert!(user_turn(&[], "黛玉对不对？").contains("视角"));
+    }
+
+    /// A tokenizer with one token per whitespace-separated word.
+    fn word_tokenizer() -> Tokenizer {
+        let json = r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+            "normalizer":null,"pre_tokenizer":{"type":"WhitespaceSplit"},"post_processor":null,
+            "decoder":null,"model":{"type":"WordLevel","vocab":{"[UNK]":0},"unk_token":"[UNK]"}}"#;
+        Tokenizer::from_json("words", json.as_bytes(), &[], "llama").expect("tokenizer")
+    }
+
+    fn passage(i: usize) -> Evidence {
+        Evidence {
+            id: format!("E{i}"),
+            chunk: i as u32,
+            chapter: "CHAPTER I".into(),
+            text: "word ".repeat(40).trim_end().to_string(),
+            fusion_score: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_grounded_prompt_drops_passages_to_fit() {
+        let tok = word_tokenizer();
+        let ev: Vec<Evidence> = (1..=3).map(passage).collect();
+        let q = "Who took the watch?";
+        let roomy = |budget, reserve, open_brace| Room {
+            budget,
+            reserve,
+            open_brace,
+        };
+        // Token counts of the prompt over the first 1, 2 and 3 passages.
+        let n: Vec<usize> = (1..=3)
+            .map(|k| {
+                let f = fit_grounded(&tok, &ev[..k], q, &roomy(100_000, 0, false));
+                f.expect("fits").ids.len()
+            })
+            .collect();
+        assert!(n[0] + 40 <= n[1] && n[1] + 40 <= n[2], "{n:?}");
+        let all = fit_grounded(&tok, &ev, q, &roomy(n[2] + 20, 20, false)).expect("all");
+        assert_eq!((all.shown, all.ids.len()), (3, n[2]));
+        // One token short of room for the answer: the last passage goes.
+        let two = fit_grounded(&tok, &ev, q, &roomy(n[2] + 19, 20, false)).expect("two");
+        assert_eq!((two.shown, two.ids.len()), (2, n[1]));
+        // Free decoding opens the object in the prompt: one more token.
+        let brace = fit_grounded(&tok, &ev, q, &roomy(n[2] + 21, 20, true)).expect("brace");
+        assert_eq!((brace.shown, brace.ids.len()), (3, n[2] + 1));
+        // One passage is always kept, if the context leaves room to answer it.
+        let one = fit_grounded(&tok, &ev, q, &roomy(n[0] + 16, 256, false)).expect("one");
+        assert_eq!((one.shown, one.ids.len()), (1, n[0]));
+        match fit_grounded(&tok, &ev, q, &roomy(n[0] + 15, 256, false)) {
+            Err(EngineError::Question(m)) => assert_eq!(
+                m,
+                format!(
+                    "the prompt needs {} tokens but the context holds {}",
+                    n[0],
+                    n[0] + 15
+                )
+            ),
+            other => panic!("{:?}", other.map(|f| f.shown)),
+        }
     }
 
     #[test]

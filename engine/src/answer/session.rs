@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::grammar::GrammarVocab;
-use super::{ask, Answer, AskConfig, Retriever};
+use super::{ask, Answer, AskConfig, Llm, Retriever};
 use crate::backend::Backend;
 use crate::bundle::{BundlePart, IndexBundle, Manifest, ModelBundle, Quant, MANIFEST_FILE};
 use crate::embed::Embedder;
@@ -125,17 +125,8 @@ impl<B: Backend> Session<B> {
             index: &self.index.story,
             embedder: self.embedder.as_ref(),
         };
-        ask(
-            b,
-            &mut self.model,
-            &self.tok,
-            self.vocab.as_ref(),
-            &r,
-            question,
-            &self.cfg,
-            on_text,
-        )
-        .await
+        let llm = Llm::new(b, &mut self.model, &self.tok, self.vocab.as_ref());
+        ask(llm, &r, question, &self.cfg, on_text).await
     }
 }
 

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::evidence::Evidence;
-use super::schema::{GroundedAction, NextAction};
+use super::schema::{Fact, GroundedAction, NextAction};
 
 /// The caps of ASA's prompt.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
@@ -232,98 +232,9 @@ pub fn check(action: &GroundedAction, evidence: &[Evidence], caps: &Caps) -> Che
         ));
     }
     for (fi, f) in action.supported_facts.iter().enumerate() {
-        let n = fi + 1;
-        if f.fact.trim().is_empty() {
-            problems.push(format!("fact {n} is empty"));
-        }
-        if f.evidence_refs.is_empty() {
-            problems.push(format!("fact {n} cites no evidence"));
-        }
-        if f.evidence_refs.len() > caps.refs_per_fact {
-            problems.push(format!(
-                "fact {n} has {} citations (at most {})",
-                f.evidence_refs.len(),
-                caps.refs_per_fact
-            ));
-        }
-        let mut refs = Vec::new();
-        for r in &f.evidence_refs {
-            let ev = evidence.iter().find(|e| e.id == r.evidence_id);
-            let verified = ev.map(|e| quote_in(&r.quote, &e.text)).unwrap_or(false);
-            let chars = r.quote.chars().count();
-            quote_chars += chars;
-            if ev.is_none() {
-                problems.push(format!(
-                    "fact {n} cites unknown evidence id {:?}",
-                    r.evidence_id
-                ));
-            } else if !verified {
-                problems.push(format!(
-                    "fact {n}: quote {:?} is not in {}",
-                    r.quote, r.evidence_id
-                ));
-            }
-            if chars > caps.quote_chars {
-                problems.push(format!(
-                    "fact {n}: a quote of {chars} characters (at most {})",
-                    caps.quote_chars
-                ));
-            }
-            refs.push(RefCheck {
-                evidence_id: r.evidence_id.clone(),
-                quote: r.quote.clone(),
-                id_valid: ev.is_some(),
-                verified,
-            });
-        }
-        let quotes: String = f
-            .evidence_refs
-            .iter()
-            .map(|r| r.quote.to_lowercase())
-            .collect::<Vec<_>>()
-            .join(" ");
-        // Numbers and relation words must be in the quotes; a name may instead be in a cited
-        // passage (the quote often leaves out the subject the passage is about).
-        let cited: String = f
-            .evidence_refs
-            .iter()
-            .filter_map(|r| evidence.iter().find(|e| e.id == r.evidence_id))
-            .map(|e| e.text.to_lowercase())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let uncovered: Vec<String> = key_terms(&f.fact)
-            .into_iter()
-            .filter(|t| {
-                let lt = t.to_lowercase();
-                let name = t.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-                    && !RELATIONS.contains(&lt.as_str());
-                !(quotes.contains(&lt) || (name && cited.contains(&lt)))
-            })
-            .collect();
-        if !uncovered.is_empty() {
-            problems.push(format!(
-                "fact {n}: key terms not in its quotes: {}",
-                uncovered.join(", ")
-            ));
-        }
-        // A third of the fact's content words (CJK: character bigrams) must occur in what it cites.
-        let words = content_words(&f.fact);
-        let found = words.iter().filter(|w| cited.contains(w.as_str())).count();
-        let grounded = words.is_empty() || found * 3 >= words.len();
-        if !grounded && !f.evidence_refs.is_empty() {
-            problems.push(format!(
-                "fact {n}: only {found} of its {} content words are in the passages it cites",
-                words.len()
-            ));
-        }
-        let verified =
-            !refs.is_empty() && refs.iter().all(|r| r.verified) && uncovered.is_empty() && grounded;
-        facts.push(FactCheck {
-            fact: f.fact.clone(),
-            refs,
-            uncovered_terms: uncovered,
-            verified,
-        });
+        let (fact, chars) = check_fact(fi + 1, f, evidence, caps, &mut problems);
+        quote_chars += chars;
+        facts.push(fact);
     }
     if quote_chars > caps.total_quote_chars {
         problems.push(format!(
@@ -331,6 +242,129 @@ pub fn check(action: &GroundedAction, evidence: &[Evidence], caps: &Caps) -> Che
             caps.total_quote_chars
         ));
     }
+    check_fields(action, &mut problems);
+    Checked { facts, problems }
+}
+
+/// Checks fact number `n` (its citations, key terms and grounding), adding what is wrong to
+/// `problems`; returns the verdict and the characters its quotes take.
+fn check_fact(
+    n: usize,
+    f: &Fact,
+    evidence: &[Evidence],
+    caps: &Caps,
+    problems: &mut Vec<String>,
+) -> (FactCheck, usize) {
+    if f.fact.trim().is_empty() {
+        problems.push(format!("fact {n} is empty"));
+    }
+    if f.evidence_refs.is_empty() {
+        problems.push(format!("fact {n} cites no evidence"));
+    }
+    if f.evidence_refs.len() > caps.refs_per_fact {
+        problems.push(format!(
+            "fact {n} has {} citations (at most {})",
+            f.evidence_refs.len(),
+            caps.refs_per_fact
+        ));
+    }
+    let (refs, quote_chars) = check_refs(n, f, evidence, caps, problems);
+    let quotes: String = f
+        .evidence_refs
+        .iter()
+        .map(|r| r.quote.to_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    // Numbers and relation words must be in the quotes; a name may instead be in a cited
+    // passage (the quote often leaves out the subject the passage is about).
+    let cited: String = f
+        .evidence_refs
+        .iter()
+        .filter_map(|r| evidence.iter().find(|e| e.id == r.evidence_id))
+        .map(|e| e.text.to_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let uncovered: Vec<String> = key_terms(&f.fact)
+        .into_iter()
+        .filter(|t| {
+            let lt = t.to_lowercase();
+            let name = t.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                && !RELATIONS.contains(&lt.as_str());
+            !(quotes.contains(&lt) || (name && cited.contains(&lt)))
+        })
+        .collect();
+    if !uncovered.is_empty() {
+        problems.push(format!(
+            "fact {n}: key terms not in its quotes: {}",
+            uncovered.join(", ")
+        ));
+    }
+    // A third of the fact's content words (CJK: character bigrams) must occur in what it cites.
+    let words = content_words(&f.fact);
+    let found = words.iter().filter(|w| cited.contains(w.as_str())).count();
+    let grounded = words.is_empty() || found * 3 >= words.len();
+    if !grounded && !f.evidence_refs.is_empty() {
+        problems.push(format!(
+            "fact {n}: only {found} of its {} content words are in the passages it cites",
+            words.len()
+        ));
+    }
+    let verified =
+        !refs.is_empty() && refs.iter().all(|r| r.verified) && uncovered.is_empty() && grounded;
+    let fact = FactCheck {
+        fact: f.fact.clone(),
+        refs,
+        uncovered_terms: uncovered,
+        verified,
+    };
+    (fact, quote_chars)
+}
+
+/// Checks the citations of fact number `n` (ids exist, quotes verbatim and within their cap),
+/// adding what is wrong to `problems`; returns them and the characters their quotes take.
+fn check_refs(
+    n: usize,
+    f: &Fact,
+    evidence: &[Evidence],
+    caps: &Caps,
+    problems: &mut Vec<String>,
+) -> (Vec<RefCheck>, usize) {
+    let mut quote_chars = 0usize;
+    let mut refs = Vec::new();
+    for r in &f.evidence_refs {
+        let ev = evidence.iter().find(|e| e.id == r.evidence_id);
+        let verified = ev.map(|e| quote_in(&r.quote, &e.text)).unwrap_or(false);
+        let chars = r.quote.chars().count();
+        quote_chars += chars;
+        if ev.is_none() {
+            problems.push(format!(
+                "fact {n} cites unknown evidence id {:?}",
+                r.evidence_id
+            ));
+        } else if !verified {
+            problems.push(format!(
+                "fact {n}: quote {:?} is not in {}",
+                r.quote, r.evidence_id
+            ));
+        }
+        if chars > caps.quote_chars {
+            problems.push(format!(
+                "fact {n}: a quote of {chars} characters (at most {})",
+                caps.quote_chars
+            ));
+        }
+        refs.push(RefCheck {
+            evidence_id: r.evidence_id.clone(),
+            quote: r.quote.clone(),
+            id_valid: ev.is_some(),
+            verified,
+        });
+    }
+    (refs, quote_chars)
+}
+
+/// Checks that the action has the fields its `next_action` needs.
+fn check_fields(action: &GroundedAction, problems: &mut Vec<String>) {
     match action.next_action {
         NextAction::AnswerDirectly => {
             if action.supported_facts.is_empty() {
@@ -353,12 +387,11 @@ pub fn check(action: &GroundedAction, evidence: &[Evidence], caps: &Caps) -> Che
         }
         NextAction::RetrieveMore | NextAction::Abstain => {}
     }
-    Checked { facts, problems }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::schema::{EvidenceRef, Fact};
+    use super::super::schema::EvidenceRef;
     use super::*;
 
     fn ev(id: &str, text: &str) -> Evidence {

@@ -1,0 +1,515 @@
+//! The rounds of a question, stage by stage: [`Rounds`] carries what one round hands the next
+//! (the answer being built, the next search, the generation time), and each stage of
+//! [`super::ask`] is one of its methods:
+//!
+//! 1. [`Rounds::retrieve`] searches; [`Rounds::brief`] extends the brief and stops on empty or
+//!    weak retrieval ([`evidence::shortfall`]);
+//! 2. [`Rounds::generate`] fits the prompt to the context ([`prompt::fit_grounded`]) and
+//!    generates under the brief's grammar ([`Llm::generate`]);
+//! 3. [`Rounds::read`] recovers the action ([`recover::parse_action`]), checks it
+//!    ([`validate::check`]) and decides what follows ([`next_round`]);
+//! 4. [`Rounds::conclude`] turns the action that stands into the answer.
+//!
+//! The refiner and ReAct protocols take over after the first brief ([`Rounds::hand_over`]).
+
+use std::ops::ControlFlow;
+
+use super::evidence::{self, Shortfall};
+use super::generation::{Llm, Spent};
+use super::grammar::{self, Closers};
+use super::modes::{self, ModeOutcome};
+use super::prompt::{self, Fitted, Room};
+use super::schema::{GroundedAction, Hypothesis, NextAction};
+use super::validate::{self, Checked};
+use super::{recover, Answer, AskConfig, FinalFact, Mode, Retriever, Round, Timings};
+use crate::backend::Backend;
+use crate::error::Result;
+use crate::generate::{now_ms, GenerateOptions};
+use crate::retrieval::Hit;
+
+/// What a checked action leads to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Next {
+    /// The action stands: the rounds end.
+    Finish,
+    /// Search again with this query, for this hypothesis.
+    Search {
+        /// The next round's query.
+        query: String,
+        /// What it looks for.
+        hypothesis: Option<Hypothesis>,
+    },
+    /// Nothing stands after the last round: abstain for this reason.
+    Abstain(String),
+}
+
+/// The next round after `action` (`ok`: it passed its checks) in a round that is or is not the
+/// `last`: an answer that passed, an abstention and a clarification stand; `retrieve_more`
+/// searches for its hypothesis, and an answer that failed its checks searches for the facts it
+/// claimed, unless this was the last round.
+pub fn next_round(action: &GroundedAction, ok: bool, question: &str, last: bool) -> Next {
+    match action.next_action {
+        NextAction::AnswerDirectly if ok => Next::Finish,
+        NextAction::Abstain | NextAction::ClarifyUser => Next::Finish,
+        NextAction::RetrieveMore if !last => {
+            let kws: Vec<String> = action
+                .follow_up_hypothesis
+                .as_ref()
+                .map(|h| h.keywords.iter().chain(&h.entities).cloned().collect())
+                .unwrap_or_default();
+            Next::Search {
+                query: if kws.is_empty() {
+                    question.to_string()
+                } else {
+                    format!("{} {}", question, kws.join(" "))
+                },
+                hypothesis: action.follow_up_hypothesis.clone(),
+            }
+        }
+        NextAction::AnswerDirectly if !last => {
+            // Failed checks: search again with what the model thought it found.
+            let facts: Vec<&str> = action
+                .supported_facts
+                .iter()
+                .map(|f| f.fact.as_str())
+                .collect();
+            Next::Search {
+                query: format!("{} {}", question, facts.join(" ")),
+                hypothesis: Some(Hypothesis {
+                    intent: "verify the facts that failed their checks".into(),
+                    keywords: facts.iter().map(|f| f.to_string()).collect(),
+                    ..Default::default()
+                }),
+            }
+        }
+        _ => Next::Abstain(if action.next_action == NextAction::RetrieveMore {
+            "more evidence was asked for after the last round".into()
+        } else {
+            "the answer failed its checks in the last round".into()
+        }),
+    }
+}
+
+/// The state of a question between its rounds.
+pub(crate) struct Rounds<'c> {
+    cfg: &'c AskConfig,
+    /// The answer being built: the checked question, every round, every passage shown.
+    pub out: Answer,
+    /// Generation time over every round.
+    pub spent: Spent,
+    /// The next round's query.
+    query: String,
+    /// The hypothesis the next round searches for.
+    hypothesis: Option<Hypothesis>,
+    /// The action that ended the rounds, with its checks.
+    finished: Option<(GroundedAction, Checked)>,
+}
+
+impl<'c> Rounds<'c> {
+    /// Before the first round: the first search is the checked `question` itself.
+    pub fn new(cfg: &'c AskConfig, question: String, grammar: bool) -> Self {
+        Rounds {
+            cfg,
+            out: Answer {
+                mode: cfg.mode,
+                question: question.clone(),
+                rounds: Vec::new(),
+                final_action: NextAction::Abstain,
+                answer: String::new(),
+                facts: Vec::new(),
+                abstain_reason: None,
+                snippets: Vec::new(),
+                grammar,
+                evidence: Vec::new(),
+                timings: Timings::default(),
+            },
+            spent: Spent::default(),
+            query: question,
+            hypothesis: None,
+            finished: None,
+        }
+    }
+
+    /// Retrieve: searches for the round's query (the time is added to the retrieval time).
+    pub async fn retrieve<B: Backend>(
+        &mut self,
+        b: &B,
+        retriever: &Retriever<'_, B>,
+    ) -> Result<Vec<Hit>> {
+        let t0 = now_ms();
+        let hits = retriever.search(b, &self.query, self.cfg.search_k).await?;
+        self.out.timings.retrieval_ms += now_ms() - t0;
+        Ok(hits)
+    }
+
+    /// Evidence: adds `hits` to the brief and opens the round over the passages added; `None`
+    /// when the evidence ends the question (the round is recorded and the answer abstains).
+    /// `floor` is the weak-retrieval threshold of the first round.
+    pub fn brief(&mut self, hits: &[Hit], floor: Option<f32>, round: usize) -> Option<Round> {
+        let before = self.out.evidence.len();
+        let added = evidence::extend(&mut self.out.evidence, hits, &self.cfg.brief);
+        let mut r = Round::new(&self.query, self.out.evidence[before..].to_vec());
+        r.hypothesis = self.hypothesis.take();
+        match evidence::shortfall(added, hits, floor, round) {
+            None => Some(r),
+            Some(Shortfall { problem, reason }) => {
+                r.problems.push(problem);
+                self.out.rounds.push(r);
+                self.out.abstain_reason = Some(reason);
+                None
+            }
+        }
+    }
+
+    /// Prompt and constrained generation: the grounded prompt over as many passages as the
+    /// context holds, generated under the grammar of those passages; the output goes to `r`.
+    /// Returns how many passages the prompt showed.
+    pub async fn generate<B: Backend>(
+        &mut self,
+        llm: &mut Llm<'_, B>,
+        r: &mut Round,
+        on_text: impl FnMut(&str) -> bool,
+    ) -> Result<usize> {
+        let cfg = self.cfg;
+        let room = Room {
+            budget: cfg.context.min(llm.model.context()),
+            reserve: cfg.max_tokens.min(256),
+            open_brace: llm.vocab.is_none(),
+        };
+        let Fitted { ids, shown } =
+            prompt::fit_grounded(llm.tok, &self.out.evidence, &self.out.question, &room)?;
+        let opts = GenerateOptions {
+            max_tokens: cfg.max_tokens.min(room.budget - ids.len()),
+            sampling: cfg.sampling.clone(),
+            stop: Vec::new(),
+        };
+        let g = match llm.vocab {
+            Some(_) => Some(grammar::build_grammar(
+                &self.out.evidence[..shown],
+                &cfg.caps,
+                &cfg.text_caps,
+            )?),
+            None => None,
+        };
+        let grammar = g.as_deref().map(|g| (g, Closers::JSON));
+        let gen = llm
+            .generate(&ids, &opts, grammar, &mut self.spent, on_text)
+            .await?;
+        r.raw_output = if llm.vocab.is_none() {
+            format!("{{{}", gen.text)
+        } else {
+            gen.text
+        };
+        r.tokens = gen.tokens.len();
+        Ok(shown)
+    }
+
+    /// Read and check the round's output against the `shown` passages, record the round, and
+    /// decide what follows: `Break` when an action stands.
+    pub fn read(&mut self, mut r: Round, shown: usize, last: bool) -> ControlFlow<()> {
+        let (action, outcome) = recover::parse_action(&r.raw_output);
+        r.outcome = outcome;
+        let Some(action) = action else {
+            r.problems
+                .push("the output is not a grounded_action_v1 object".into());
+            self.out.rounds.push(r);
+            if last {
+                self.out.abstain_reason = Some("no valid answer in the last round".into());
+            }
+            return ControlFlow::Continue(());
+        };
+        let checked = validate::check(&action, &self.out.evidence[..shown], &self.cfg.caps);
+        r.problems = checked.problems.clone();
+        r.action = Some(action.clone());
+        self.out.rounds.push(r);
+        match next_round(&action, checked.ok(), &self.out.question, last) {
+            Next::Finish => {
+                self.finished = Some((action, checked));
+                ControlFlow::Break(())
+            }
+            Next::Search { query, hypothesis } => {
+                self.query = query;
+                self.hypothesis = hypothesis;
+                ControlFlow::Continue(())
+            }
+            Next::Abstain(why) => {
+                self.out.abstain_reason = Some(why);
+                ControlFlow::Continue(())
+            }
+        }
+    }
+
+    /// The final action: the one that stood, or an abstention with the best snippets.
+    pub fn conclude(&mut self) {
+        let out = &mut self.out;
+        match self.finished.take() {
+            Some((action, checked)) => {
+                out.final_action = action.next_action;
+                out.answer = match action.next_action {
+                    NextAction::ClarifyUser => {
+                        action.clarification_question.clone().unwrap_or_default()
+                    }
+                    _ => action.final_answer.clone(),
+                };
+                if out.answer.trim().is_empty() && action.next_action == NextAction::Abstain {
+                    out.answer = prompt::abstain_text(&out.question).into();
+                }
+                out.facts = checked
+                    .facts
+                    .into_iter()
+                    .map(|f| FinalFact {
+                        fact: f.fact,
+                        refs: f.refs,
+                        verified: f.verified,
+                    })
+                    .collect();
+                if action.next_action == NextAction::Abstain {
+                    out.snippets = out.evidence.iter().take(2).cloned().collect();
+                }
+            }
+            None => {
+                out.final_action = NextAction::Abstain;
+                out.answer = prompt::abstain_text(&out.question).into();
+                out.snippets = out.evidence.iter().take(2).cloned().collect();
+                if out.abstain_reason.is_none() {
+                    out.abstain_reason = Some("no checked answer".into());
+                }
+            }
+        }
+    }
+
+    /// The refiner or ReAct protocol takes over from the `first` round's brief; its outcome
+    /// becomes the answer.
+    pub async fn hand_over<B: Backend>(
+        &mut self,
+        llm: &mut Llm<'_, B>,
+        retriever: &Retriever<'_, B>,
+        first: Round,
+        on_text: impl FnMut(&str) -> bool,
+    ) -> Result<()> {
+        let (question, shown) = (&self.out.question, &mut self.out.evidence);
+        let mo = if self.cfg.mode == Mode::Refiner {
+            modes::refiner(llm, question, shown, self.cfg, on_text).await?
+        } else {
+            modes::react(llm, retriever, question, shown, self.cfg, on_text).await?
+        };
+        self.adopt(first, mo);
+        Ok(())
+    }
+
+    /// Takes a protocol's outcome as the answer; its first step is shown with the `first`
+    /// round's query and brief.
+    fn adopt(&mut self, first: Round, mo: ModeOutcome) {
+        let out = &mut self.out;
+        out.rounds = mo.rounds;
+        if let Some(step) = out.rounds.first_mut() {
+            let mut ev = first.evidence;
+            ev.extend(std::mem::take(&mut step.evidence));
+            step.evidence = ev;
+            step.query = format!("{} | {}", first.query, step.query);
+        }
+        out.final_action = mo.final_action;
+        out.answer = mo.answer;
+        out.facts = mo.facts;
+        out.abstain_reason = mo.abstain_reason;
+        if out.final_action == NextAction::Abstain {
+            out.snippets = out.evidence.iter().take(2).cloned().collect();
+        }
+        self.spent = mo.spent;
+    }
+
+    /// The answer, with the generation figures and the whole time since `t_start` (ms).
+    pub fn finish(mut self, t_start: f64) -> Answer {
+        self.spent.write(&mut self.out.timings);
+        self.out.timings.total_s = (now_ms() - t_start) / 1e3;
+        self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::answer::recover::ParseOutcome;
+    use crate::answer::schema::{EvidenceRef, Fact};
+
+    const QUESTION: &str = "What did the Rabbit take out of its pocket?";
+
+    fn hit(id: u32, text: &str, dense: Option<f32>) -> Hit {
+        Hit {
+            id,
+            chapter: "CHAPTER I".into(),
+            text: text.into(),
+            fusion_score: 0.03,
+            dense_rank: None,
+            dense_score: dense,
+            sparse_rank: None,
+            sparse_score: None,
+            graph_rank: None,
+            graph_score: None,
+            neighbor: false,
+        }
+    }
+
+    fn rabbit() -> Hit {
+        hit(
+            3,
+            "the Rabbit actually took a watch out of its waistcoat-pocket, and looked at it",
+            Some(0.6),
+        )
+    }
+
+    fn action(next_action: NextAction) -> GroundedAction {
+        GroundedAction {
+            next_action,
+            ..GroundedAction::abstain("")
+        }
+    }
+
+    #[test]
+    fn next_round_follows_the_action() {
+        let mut more = action(NextAction::RetrieveMore);
+        assert_eq!(
+            next_round(&more, true, QUESTION, false),
+            Next::Search {
+                query: QUESTION.into(),
+                hypothesis: None
+            }
+        );
+        let h = Hypothesis {
+            keywords: vec!["watch".into()],
+            entities: vec!["White Rabbit".into()],
+            ..Hypothesis::default()
+        };
+        more.follow_up_hypothesis = Some(h.clone());
+        assert_eq!(
+            next_round(&more, true, QUESTION, false),
+            Next::Search {
+                query: format!("{QUESTION} watch White Rabbit"),
+                hypothesis: Some(h)
+            }
+        );
+        assert_eq!(
+            next_round(&more, true, QUESTION, true),
+            Next::Abstain("more evidence was asked for after the last round".into())
+        );
+        // An answer that failed its checks searches for the facts it claimed.
+        let mut answer = action(NextAction::AnswerDirectly);
+        answer.supported_facts = vec![Fact {
+            fact: "a watch".into(),
+            evidence_refs: Vec::new(),
+        }];
+        match next_round(&answer, false, QUESTION, false) {
+            Next::Search { query, hypothesis } => {
+                assert_eq!(query, format!("{QUESTION} a watch"));
+                let h = hypothesis.expect("a hypothesis");
+                assert_eq!(h.keywords, vec!["a watch".to_string()]);
+                assert_eq!(h.intent, "verify the facts that failed their checks");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            next_round(&answer, false, QUESTION, true),
+            Next::Abstain("the answer failed its checks in the last round".into())
+        );
+        assert_eq!(next_round(&answer, true, QUESTION, false), Next::Finish);
+        for a in [NextAction::Abstain, NextAction::ClarifyUser] {
+            assert_eq!(next_round(&action(a), false, QUESTION, false), Next::Finish);
+        }
+    }
+
+    #[test]
+    fn a_checked_answer_ends_the_rounds() {
+        let cfg = AskConfig::default();
+        let mut run = Rounds::new(&cfg, QUESTION.into(), true);
+        let mut r = run.brief(&[rabbit()], Some(0.4), 1).expect("a brief");
+        assert_eq!((r.query.as_str(), r.evidence.len()), (QUESTION, 1));
+        let answer = GroundedAction {
+            next_action: NextAction::AnswerDirectly,
+            supported_facts: vec![Fact {
+                fact: "The Rabbit took a watch out of its pocket.".into(),
+                evidence_refs: vec![EvidenceRef {
+                    evidence_id: "E1".into(),
+                    quote: "took a watch out of its waistcoat-pocket".into(),
+                }],
+            }],
+            final_answer: "A watch.".into(),
+            ..GroundedAction::abstain("")
+        };
+        r.raw_output = serde_json::to_string(&answer).expect("json");
+        assert!(run.read(r, 1, false).is_break());
+        run.conclude();
+        let a = run.finish(0.0);
+        assert_eq!(a.final_action, NextAction::AnswerDirectly);
+        assert_eq!(a.answer, "A watch.");
+        assert_eq!((a.facts.len(), a.facts[0].verified), (1, true));
+        assert_eq!(a.rounds[0].outcome, ParseOutcome::Parsed);
+        assert!(
+            a.rounds[0].problems.is_empty(),
+            "{:?}",
+            a.rounds[0].problems
+        );
+        assert_eq!((a.abstain_reason, a.snippets.len()), (None, 0));
+        assert!(a.grammar);
+    }
+
+    #[test]
+    fn retrieve_more_carries_its_search_to_the_next_round() {
+        let cfg = AskConfig::default();
+        let mut run = Rounds::new(&cfg, QUESTION.into(), false);
+        let mut r = run.brief(&[rabbit()], None, 1).expect("a brief");
+        r.raw_output =
+            r#"{"next_action":"retrieve_more","follow_up_hypothesis":{"keywords":["clock"]}}"#
+                .into();
+        assert!(run.read(r, 1, false).is_continue());
+        let more = hit(
+            4,
+            "down, down, down, would the fall never come to an end",
+            None,
+        );
+        let mut r = run
+            .brief(&[rabbit(), more], None, 2)
+            .expect("a second brief");
+        assert_eq!(r.query, format!("{QUESTION} clock"));
+        assert_eq!(
+            r.hypothesis.as_ref().map(|h| h.keywords.clone()),
+            Some(vec!["clock".into()])
+        );
+        assert_eq!(r.evidence.len(), 1);
+        assert_eq!(r.evidence[0].id, "E2");
+        // Unreadable output in the last round: the question abstains with the best snippets.
+        r.raw_output = "I think it was a watch".into();
+        assert!(run.read(r, 2, true).is_continue());
+        run.conclude();
+        let a = run.finish(0.0);
+        assert_eq!(a.final_action, NextAction::Abstain);
+        assert_eq!(a.answer, prompt::abstain_text(QUESTION));
+        assert_eq!(
+            a.abstain_reason.as_deref(),
+            Some("no valid answer in the last round")
+        );
+        assert_eq!(a.snippets.len(), 2);
+        assert_eq!(a.rounds[1].outcome, ParseOutcome::Failed);
+        assert_eq!(a.action_sequence(), "retrieve_more>unparsed>abstain*");
+    }
+
+    #[test]
+    fn weak_or_empty_retrieval_abstains_before_generating() {
+        let cfg = AskConfig::default();
+        let mut run = Rounds::new(&cfg, QUESTION.into(), true);
+        let weak = hit(3, "an unrelated passage about croquet", Some(0.1));
+        assert!(run.brief(&[weak], Some(0.4), 1).is_none());
+        assert!(run.brief(&[], Some(0.4), 2).is_none());
+        run.conclude();
+        let a = run.finish(0.0);
+        assert_eq!(a.rounds.len(), 2);
+        assert_eq!(
+            a.rounds[0].problems,
+            vec!["weak retrieval: best dense cosine 0.100 < 0.400".to_string()]
+        );
+        assert_eq!(
+            a.abstain_reason.as_deref(),
+            Some("the follow-up search found nothing new")
+        );
+        assert_eq!((a.final_action, a.snippets.len()), (NextAction::Abstain, 1));
+    }
+}
