@@ -5,7 +5,7 @@ fn main() {
         eprintln!("usage: gguf_info FILE.gguf");
         std::process::exit(2);
     };
-    let g = match lorekeeper_engine::gguf::Gguf::open(std::path::Path::new(&path)) {
+    let g = match lorekeeper_engine::format::gguf::Gguf::open(std::path::Path::new(&path)) {
         Ok(g) => g,
         Err(e) => {
             eprintln!("{e}");
@@ -14,7 +14,7 @@ fn main() {
     };
     for (k, v) in &g.metadata {
         match v {
-            lorekeeper_engine::gguf::Value::Array(a) => println!(
+            lorekeeper_engine::format::gguf::Value::Array(a) => println!(
                 "{k} = [{} items] first: {:?}",
                 a.len(),
                 a.iter().take(3).collect::<Vec<_>>()

@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::error::{EngineError, Result};
+use crate::format::e5s1::{E5Tokenizer, E5s1};
+use crate::format::weights::WeightSource;
 use crate::models::bert::{Bert, BertConfig};
-use crate::models::e5s1::{E5Tokenizer, E5s1};
 use crate::models::WeightFormat;
-use crate::weights::WeightSource;
 
 /// How an embedder treats queries and passages.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -142,7 +142,7 @@ impl<B: Backend> Embedder<B> {
             detail: "not UTF-8".into(),
         })?;
         let cfg = BertConfig::from_json(&cfg_path, &text)?;
-        let src = crate::weights::Safetensors::open_dir(dir)?;
+        let src = crate::format::weights::Safetensors::open_dir(dir)?;
         let spec = EmbedderSpec {
             kind: "bert".into(),
             max_tokens: 256.min(cfg.max_position_embeddings),

@@ -6,13 +6,12 @@
 
 pub mod answer;
 pub mod backend;
-pub mod bundle;
 pub mod choose;
 pub mod cpu;
 pub mod embed;
 pub mod error;
+pub mod format;
 pub mod generate;
-pub mod gguf;
 pub mod gpu;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod loader;
@@ -22,7 +21,6 @@ pub mod retrieval;
 pub mod rng;
 pub mod tokenizer;
 pub mod tolerance;
-pub mod weights;
 
 pub use backend::{AttnShape, Backend, BufferLen, MatmulKernel, RopeShape, Selection};
 pub use cpu::CpuBackend;

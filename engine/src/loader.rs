@@ -4,15 +4,15 @@
 use std::path::Path;
 
 use crate::backend::Backend;
-use crate::bundle::ModelBundle;
 use crate::error::{EngineError, Result};
-use crate::gguf::Gguf;
+use crate::format::bundle::ModelBundle;
+use crate::format::gguf::Gguf;
+use crate::format::weights::{GgufSource, Safetensors};
 use crate::models::llama::Config;
 use crate::models::LoadOptions;
 use crate::models::WeightFormat;
 use crate::models::{Decoder, ModelConfig};
 use crate::tokenizer::Tokenizer;
-use crate::weights::{GgufSource, Safetensors};
 
 /// What kind of model a path holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,7 +101,7 @@ pub fn load<B: Backend>(
 /// Q4_1, Q4_K: the 4-bit path is the fast one, and f32 would hold 7× the bytes), f32 otherwise.
 /// (A q4 bundle: LQ4; a Hugging Face folder: f32.)
 pub fn gguf_format(g: &Gguf) -> WeightFormat {
-    use crate::gguf::GgmlType;
+    use crate::format::gguf::GgmlType;
     let four_bit = g.tensors.iter().any(|t| {
         t.name.starts_with("blk.")
             && t.dims.len() == 2

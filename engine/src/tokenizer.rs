@@ -3,7 +3,7 @@
 //! pre-tokenizer name), plus the ChatML chat template used by Qwen3 and SmolLM2.
 
 use crate::error::{EngineError, Result};
-use crate::gguf::{Gguf, Value};
+use crate::format::gguf::{Gguf, Value};
 
 /// A chat message role.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,8 +247,8 @@ impl Tokenizer {
     }
 
     /// What a bundle stores besides `tokenizer.json`.
-    pub fn meta(&self) -> crate::bundle::TokenizerMeta {
-        crate::bundle::TokenizerMeta {
+    pub fn meta(&self) -> crate::format::bundle::TokenizerMeta {
+        crate::format::bundle::TokenizerMeta {
             eos_token_ids: self.eos.clone(),
             bos_token_id: self.bos,
             add_bos: self.add_bos,
@@ -268,7 +268,7 @@ impl Tokenizer {
     pub fn from_bundle(
         source: &str,
         json: &[u8],
-        meta: &crate::bundle::TokenizerMeta,
+        meta: &crate::format::bundle::TokenizerMeta,
     ) -> Result<Tokenizer> {
         let inner = tokenizers::Tokenizer::from_bytes(json).map_err(|e| tok_err(source, e))?;
         Ok(Tokenizer {

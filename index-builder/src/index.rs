@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use lorekeeper_engine::bundle::{
+use lorekeeper_engine::embed::{Embedder, EmbedderSpec};
+use lorekeeper_engine::format::bundle::{
     sha256_hex, BundlePart, CorpusFile, DType, EmbedderEntry, IndexManifest, TensorEntry,
     TensorPart,
 };
-use lorekeeper_engine::embed::{Embedder, EmbedderSpec};
+use lorekeeper_engine::format::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::retrieval::{
     chunk_corpus, parse_aliases, recall_at_k, AliasEntry, Chunk, ChunkConfig, DenseIndex,
     IndexConfig, IngestOptions, RecallReport, StoryIndex,
 };
-use lorekeeper_engine::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::Backend;
 use serde::Serialize;
 
@@ -448,7 +448,8 @@ fn store_embedder(
     let mut embedder_bytes = 0u64;
     let mut tensors = BTreeMap::new();
     for (name, shape) in cfg.tensor_shapes() {
-        let t = lorekeeper_engine::weights::expect(&src, &format!("{prefix}{name}"), &shape)?;
+        let t =
+            lorekeeper_engine::format::weights::expect(&src, &format!("{prefix}{name}"), &shape)?;
         let (te, n) = put_tensor(w, &name, &shape, &t.data)?;
         embedder_bytes += n as u64;
         tensors.insert(name, te);
@@ -491,7 +492,7 @@ pub fn open_embedder<B: Backend>(b: &B, p: &Path) -> Result<Embedder<B>> {
         let ok = std::fs::File::open(p)
             .and_then(|mut f| f.read_exact(&mut magic))
             .is_ok();
-        if ok && &magic == lorekeeper_engine::models::e5s1::MAGIC {
+        if ok && &magic == lorekeeper_engine::format::e5s1::MAGIC {
             return Ok(Embedder::open_e5s1(b, p)?);
         }
     }

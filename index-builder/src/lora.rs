@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use lorekeeper_engine::bundle::LoraSummary;
-use lorekeeper_engine::weights::HostTensor;
+use lorekeeper_engine::format::bundle::LoraSummary;
+use lorekeeper_engine::format::weights::HostTensor;
 use serde::Deserialize;
 
 use crate::error::{BuildError, Result};

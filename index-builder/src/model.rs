@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use lorekeeper_engine::bundle::{
+use lorekeeper_engine::format::bundle::{
     BundlePart, DType, GpuLimits, LoraSummary, ModelManifest, Quant, TensorEntry, TensorPart,
     TokenizerEntry, DEFAULT_MAX_BINDING,
 };

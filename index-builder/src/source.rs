@@ -8,12 +8,12 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use lorekeeper_engine::gguf::Gguf;
+use lorekeeper_engine::format::gguf::Gguf;
+use lorekeeper_engine::format::weights::{GgufSource, HostTensor, WeightSource};
 use lorekeeper_engine::loader;
 use lorekeeper_engine::models::llama::Config;
 use lorekeeper_engine::models::ModelConfig;
 use lorekeeper_engine::tokenizer::Tokenizer;
-use lorekeeper_engine::weights::{GgufSource, HostTensor, WeightSource};
 use serde::Deserialize;
 
 use crate::error::{BuildError, Result};
@@ -144,39 +144,7 @@ impl SafetensorsFiles {
     /// The shards of a Hugging Face folder: `model.safetensors`, or those listed by
     /// `model.safetensors.index.json`.
     pub fn open_hf_dir(dir: &Path) -> Result<SafetensorsFiles> {
-        let idx = dir.join("model.safetensors.index.json");
-        let names: Vec<String> = if idx.exists() {
-            let bytes = std::fs::read(&idx).map_err(|e| BuildError::io(&idx, e))?;
-            let v: serde_json::Value =
-                serde_json::from_slice(&bytes).map_err(|e| BuildError::Input {
-                    file: idx.display().to_string(),
-                    detail: e.to_string(),
-                })?;
-            let map = v
-                .get("weight_map")
-                .and_then(|m| m.as_object())
-                .ok_or_else(|| BuildError::Input {
-                    file: idx.display().to_string(),
-                    detail: "no weight_map object".into(),
-                })?;
-            let mut f: Vec<String> = map
-                .values()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect();
-            f.sort();
-            f.dedup();
-            if let Some(bad) = f.iter().find(|s| s.contains('/') || s.contains("..")) {
-                return Err(BuildError::Input {
-                    file: idx.display().to_string(),
-                    detail: format!("shard name '{bad}' leaves the folder"),
-                });
-            }
-            f
-        } else {
-            vec!["model.safetensors".into()]
-        };
-        let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
-        Self::open(&paths)
+        Self::open(&lorekeeper_engine::format::weights::shard_paths(dir)?)
     }
 
     /// Tensor names.

@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use lorekeeper_engine::bundle::{
+use lorekeeper_engine::format::bundle::{
     hex, BundlePart, Manifest, ShardEntry, TensorEntry, MANIFEST_FILE,
 };
 use sha2::{Digest, Sha256};
@@ -151,7 +151,7 @@ impl ShardWriter {
 
     /// A standalone file of this part (the tokenizer): `PART-STEM-<sha12>.EXT`.
     pub fn file(&mut self, stem: &str, ext: &str, bytes: &[u8]) -> Result<ShardEntry> {
-        let sha = lorekeeper_engine::bundle::sha256_hex(bytes);
+        let sha = lorekeeper_engine::format::bundle::sha256_hex(bytes);
         let name = format!("{}-{stem}-{}.{ext}", prefix(self.part), &sha[..12]);
         let tmp = self.dir.join(format!(".{name}.tmp"));
         self.created.push(tmp.clone());

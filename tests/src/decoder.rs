@@ -2,11 +2,11 @@
 //! generic over [`Backend`]: the native runner (`tests/decoder.rs`) and the browser runner
 //! (`tests/web.rs`) run this same body.
 
+use lorekeeper_engine::format::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::generate::{next_token, SamplingParams};
 use lorekeeper_engine::models::LoadOptions;
 use lorekeeper_engine::models::{Decoder, ModelConfig, WeightFormat};
 use lorekeeper_engine::rng::Pcg32;
-use lorekeeper_engine::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::{Backend, Tolerance};
 
 /// f32 model vs transformers' f32 CPU forward: different summation orders only.

@@ -24,8 +24,9 @@ use lorekeeper_engine::answer::modes::{
 use lorekeeper_engine::answer::recover::{parse_action, ParseOutcome};
 use lorekeeper_engine::answer::validate::{check, Caps};
 use lorekeeper_engine::answer::{ask, AskConfig, Llm, Mode, Retriever};
+use lorekeeper_engine::format::gguf::Gguf;
+use lorekeeper_engine::format::weights::GgufSource;
 use lorekeeper_engine::generate::{mask_allows, Constraint, Step};
-use lorekeeper_engine::gguf::Gguf;
 use lorekeeper_engine::models::llama::Config;
 use lorekeeper_engine::models::Decoder;
 use lorekeeper_engine::models::WeightFormat;
@@ -33,7 +34,6 @@ use lorekeeper_engine::models::{LoadOptions, ModelConfig};
 use lorekeeper_engine::retrieval::{chunk_corpus, IndexConfig, IngestOptions, StoryIndex};
 use lorekeeper_engine::rng::Pcg32;
 use lorekeeper_engine::tokenizer::Tokenizer;
-use lorekeeper_engine::weights::GgufSource;
 use lorekeeper_engine::{CpuBackend, EngineError};
 
 fn asset(rel: &str, fetch: &str) -> PathBuf {

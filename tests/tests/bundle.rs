@@ -19,12 +19,12 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use index_builder::{build_model, ModelOptions};
-use lorekeeper_engine::bundle::{ModelBundle, Quant, MANIFEST_FILE};
+use lorekeeper_engine::format::bundle::{ModelBundle, Quant, MANIFEST_FILE};
+use lorekeeper_engine::format::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::loader;
 use lorekeeper_engine::models::Decoder;
 use lorekeeper_engine::models::LoadOptions;
 use lorekeeper_engine::models::WeightFormat;
-use lorekeeper_engine::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements, Tolerance};
 use lorekeeper_tests::decoder;
 

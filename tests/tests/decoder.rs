@@ -8,10 +8,10 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use lorekeeper_engine::format::weights::Safetensors;
 use lorekeeper_engine::models::llama::Config;
 use lorekeeper_engine::models::WeightFormat;
 use lorekeeper_engine::models::{Decoder, LoadOptions, ModelConfig};
-use lorekeeper_engine::weights::Safetensors;
 use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements};
 use lorekeeper_tests::decoder;
 

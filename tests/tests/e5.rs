@@ -14,7 +14,7 @@
 use std::path::PathBuf;
 
 use lorekeeper_engine::embed::Embedder;
-use lorekeeper_engine::models::e5s1::E5s1;
+use lorekeeper_engine::format::e5s1::E5s1;
 use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements, Tolerance};
 
 fn assets() -> PathBuf {

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use index_builder::{build_index, build_model, IndexOptions, ModelOptions};
-use lorekeeper_engine::bundle::{IndexBundle, ModelBundle, Quant};
+use lorekeeper_engine::format::bundle::{IndexBundle, ModelBundle, Quant};
 use lorekeeper_engine::retrieval::Sources;
 use lorekeeper_engine::CpuBackend;
 

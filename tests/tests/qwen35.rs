@@ -19,13 +19,13 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use index_builder::{build_model, ModelOptions};
-use lorekeeper_engine::bundle::{ModelBundle, Quant};
 use lorekeeper_engine::cpu::recurrent;
+use lorekeeper_engine::format::bundle::{ModelBundle, Quant};
+use lorekeeper_engine::format::weights::{HostTensor, Safetensors, WeightSource};
 use lorekeeper_engine::loader;
 use lorekeeper_engine::models::LoadOptions;
 use lorekeeper_engine::models::{Decoder, ModelConfig, WeightFormat};
 use lorekeeper_engine::rng::Pcg32;
-use lorekeeper_engine::weights::{HostTensor, Safetensors, WeightSource};
 use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Q4Matrix, Requirements, Tolerance};
 use lorekeeper_tests::{decoder, oracle, suite};
 

@@ -12,12 +12,12 @@
 
 use std::path::PathBuf;
 
-use lorekeeper_engine::gguf::Gguf;
+use lorekeeper_engine::format::gguf::Gguf;
+use lorekeeper_engine::format::weights::GgufSource;
 use lorekeeper_engine::models::llama::Config;
 use lorekeeper_engine::models::WeightFormat;
 use lorekeeper_engine::models::{Decoder, LoadOptions, ModelConfig};
 use lorekeeper_engine::tokenizer::Tokenizer;
-use lorekeeper_engine::weights::GgufSource;
 use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements};
 
 /// Largest top-2 logit gap at which a disagreement counts as a near tie.

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
-use lorekeeper_engine::bundle::{verify_shard, Manifest, ShardEntry, MANIFEST_FILE};
 use lorekeeper_engine::choose::{decide, Decision};
+use lorekeeper_engine::format::bundle::{verify_shard, Manifest, ShardEntry, MANIFEST_FILE};
 use lorekeeper_engine::{Backend, CpuBackend, EngineError, GpuContext, Requirements};
 use web_sys::Cache;
 

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use super::grammar::GrammarVocab;
 use super::{ask, Answer, AskConfig, Llm, Retriever};
 use crate::backend::Backend;
-use crate::bundle::{BundlePart, IndexBundle, Manifest, ModelBundle, Quant, MANIFEST_FILE};
 use crate::embed::Embedder;
 use crate::error::{EngineError, Result};
+use crate::format::bundle::{BundlePart, IndexBundle, Manifest, ModelBundle, Quant, MANIFEST_FILE};
 use crate::models::LoadOptions;
 use crate::models::WeightFormat;
 use crate::models::{Decoder, ModelConfig};
@@ -109,7 +109,7 @@ impl<B: Backend> Session<B> {
     /// Reads a bundle folder (`manifest.json` and every shard) and loads it.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open_dir(b: &B, dir: &std::path::Path, cfg: AskConfig, ctx: usize) -> Result<Self> {
-        let (manifest, files) = crate::bundle::read_dir_part(dir, None)?;
+        let (manifest, files) = crate::format::bundle::read_dir_part(dir, None)?;
         Self::from_files(b, &dir.display().to_string(), manifest, files, cfg, ctx)
     }
 

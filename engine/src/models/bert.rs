@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::{Linear, WeightFormat};
 use crate::backend::{AttnShape, Backend};
 use crate::error::{EngineError, Result};
-use crate::weights::{expect, WeightSource};
+use crate::format::weights::{expect, WeightSource};
 
 /// Hugging Face `config.json` of a `BertModel`.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -163,7 +163,7 @@ impl WeightSource for Prefixed<'_> {
         self.src.describe()
     }
 
-    fn get(&self, name: &str) -> Result<Option<crate::weights::HostTensor>> {
+    fn get(&self, name: &str) -> Result<Option<crate::format::weights::HostTensor>> {
         self.src.get(&format!("{}{name}", self.prefix))
     }
 

@@ -4,8 +4,8 @@
 
 use crate::backend::{Backend, BufferLen, MatmulKernel};
 use crate::error::{EngineError, Result};
+use crate::format::weights::{expect, WeightSource};
 use crate::quant::Q4Matrix;
-use crate::weights::{expect, WeightSource};
 
 /// How matmul weights are stored on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

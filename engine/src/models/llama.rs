@@ -21,8 +21,8 @@ use super::layers::{Linear, Mlp, OutputHead, TokenEmbedding, WeightFormat};
 use super::shell::{Architecture, KvCache, LoadOptions};
 use crate::backend::{rope_table, Backend, RopeShape};
 use crate::error::{EngineError, Result};
-use crate::gguf::Value;
-use crate::weights::{expect, GgufSource, WeightSource};
+use crate::format::gguf::Value;
+use crate::format::weights::{expect, GgufSource, WeightSource};
 
 /// `rope_parameters` of transformers 5.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]

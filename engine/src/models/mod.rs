@@ -10,7 +10,6 @@
 //! - this file: [`ModelConfig`] and [`Decoder`], which pick the architecture a config names.
 
 pub mod bert;
-pub mod e5s1;
 pub mod layers;
 pub mod llama;
 pub mod qwen3_5;
@@ -18,7 +17,7 @@ pub mod shell;
 
 use crate::backend::Backend;
 use crate::error::{EngineError, Result};
-use crate::weights::WeightSource;
+use crate::format::weights::WeightSource;
 use shell::{Architecture, Sequence};
 
 pub use layers::{Linear, Mlp, OutputHead, TokenEmbedding, WeightFormat, GEMV_MAX_ROWS};

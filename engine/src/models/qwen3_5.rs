@@ -37,7 +37,7 @@ use super::layers::{vector, Linear, Mlp, OutputHead, TokenEmbedding, WeightForma
 use super::shell::{Architecture, KvCache, LoadOptions};
 use crate::backend::{rope_table, Backend, BufferLen, DeltaShape, RopeShape};
 use crate::error::{EngineError, Result};
-use crate::weights::{expect, HostTensor, WeightSource};
+use crate::format::weights::{expect, HostTensor, WeightSource};
 
 /// Matrices kept in f32 whatever the weight format: the decay and beta projections feed
 /// exponentials and sigmoids that compound over the whole sequence, and at `nv` rows each they

@@ -11,10 +11,10 @@
 //! pseudo-random keys and values, so the decode step reads what it would after a real prefill.
 
 use anyhow::{bail, Context, Result};
+use lorekeeper_engine::format::weights::{HostTensor, WeightSource};
 use lorekeeper_engine::models::LoadOptions;
 use lorekeeper_engine::models::{Decoder, ModelConfig, WeightFormat};
 use lorekeeper_engine::rng::Pcg32;
-use lorekeeper_engine::weights::{HostTensor, WeightSource};
 use lorekeeper_engine::{Backend, Q4Matrix};
 
 use crate::common::{on_backend, BackendArg};

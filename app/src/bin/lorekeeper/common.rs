@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
-use lorekeeper_engine::bundle::IndexBundle;
 use lorekeeper_engine::cpu::pool as cpu_pool;
+use lorekeeper_engine::format::bundle::IndexBundle;
 use lorekeeper_engine::loader;
 use lorekeeper_engine::models::{Decoder, WeightFormat};
 use lorekeeper_engine::tokenizer::Tokenizer;

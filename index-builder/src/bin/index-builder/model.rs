@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::ValueEnum;
 use index_builder::{build_model, ModelOptions};
-use lorekeeper_engine::bundle::Quant;
+use lorekeeper_engine::format::bundle::Quant;
 
 /// `--quant`: the weight quantization.
 #[derive(Clone, Copy, ValueEnum)]

