@@ -69,7 +69,26 @@ pub fn AnswerView(
         .into_iter()
         .map(|id| view! { <Cite id=id /> })
         .collect_view();
-    let facts = answer
+    let t = &answer.timings;
+    let timing = timing_line(&answer, first_token_s);
+    view! {
+        <div class="answer-view" data-action=answer.final_action.as_str()>
+            <span class=class>{label}</span>
+            <p class="final-answer">{text}" "{cites}</p>
+            <ul class="facts">{facts(&answer)}</ul>
+            {abstain_note(&answer)}
+            <details class="raw-output">
+                <summary>"Raw model output"</summary>
+                {raw_output(&answer)}
+            </details>
+            <p class="muted timing" data-total-s=t.total_s data-retrieval-ms=t.retrieval_ms>{timing}</p>
+        </div>
+    }
+}
+
+/// The facts with their references and quotes, verified or not.
+fn facts(answer: &Answer) -> impl IntoView {
+    answer
         .facts
         .iter()
         .map(|f| {
@@ -94,8 +113,12 @@ pub fn AnswerView(
                 </li>
             }
         })
-        .collect_view();
-    let abstain = (answer.final_action == NextAction::Abstain).then(|| {
+        .collect_view()
+}
+
+/// Why the engine abstained and the closest passages (nothing for other outcomes).
+fn abstain_note(answer: &Answer) -> impl IntoView {
+    (answer.final_action == NextAction::Abstain).then(|| {
         let snippets = answer
             .snippets
             .iter()
@@ -112,8 +135,12 @@ pub fn AnswerView(
                 <ul class="snippets">{snippets}</ul>
             </div>
         }
-    });
-    let raw = answer
+    })
+}
+
+/// Each round's raw model output.
+fn raw_output(answer: &Answer) -> impl IntoView {
+    answer
         .rounds
         .iter()
         .enumerate()
@@ -124,9 +151,13 @@ pub fn AnswerView(
                 <pre class="raw" data-round=i data-tokens=r.tokens>{r.raw_output.clone()}</pre>
             }
         })
-        .collect_view();
+        .collect_view()
+}
+
+/// The action sequence, rounds and timings in one line.
+fn timing_line(answer: &Answer, first_token_s: Option<f64>) -> String {
     let t = &answer.timings;
-    let timing = format!(
+    format!(
         "{} · {} round(s) · retrieval {:.0} ms · prefill {:.1} s · decode {:.1} s · {}total {:.1} s{}",
         answer.action_sequence(),
         answer.rounds.len(),
@@ -145,18 +176,5 @@ pub fn AnswerView(
         } else {
             " · grammar off".into()
         }
-    );
-    view! {
-        <div class="answer-view" data-action=answer.final_action.as_str()>
-            <span class=class>{label}</span>
-            <p class="final-answer">{text}" "{cites}</p>
-            <ul class="facts">{facts}</ul>
-            {abstain}
-            <details class="raw-output">
-                <summary>"Raw model output"</summary>
-                {raw}
-            </details>
-            <p class="muted timing" data-total-s=t.total_s data-retrieval-ms=t.retrieval_ms>{timing}</p>
-        </div>
-    }
+    )
 }
