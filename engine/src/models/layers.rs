@@ -282,6 +282,11 @@ impl<B: Backend> OutputHead<B> {
         Ok(())
     }
 
+    /// Vocabulary size (logit row length).
+    pub fn vocab(&self) -> usize {
+        self.vocab
+    }
+
     /// The logits buffer: `[rows, vocab]` with `rows` from the last forward.
     pub fn logits(&self) -> (&B::Buffer, usize) {
         (&self.logits, self.rows)

@@ -436,10 +436,6 @@ impl<B: Backend> Llama<B> {
 }
 
 impl<B: Backend> Architecture<B> for Llama<B> {
-    fn vocab_size(&self) -> usize {
-        self.cfg.vocab_size
-    }
-
     fn head(&self) -> &OutputHead<B> {
         &self.head
     }

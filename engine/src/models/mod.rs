@@ -154,7 +154,7 @@ impl<B: Backend> Decoder<B> {
 
     /// Vocabulary size (logit row length).
     pub fn vocab_size(&self) -> usize {
-        self.model.arch().vocab_size()
+        self.model.arch().head().vocab()
     }
 
     /// Positions processed since the last reset.

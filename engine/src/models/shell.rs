@@ -45,8 +45,6 @@ impl LoadOptions {
 /// What an architecture brings to the shell: its layers' forward over one chunk and access to
 /// its per-sequence state.
 pub trait Architecture<B: Backend> {
-    /// Vocabulary size (logit row length).
-    fn vocab_size(&self) -> usize;
     /// Runs `ids` (at most the chunk) at positions `pos0..`, embedding to logits.
     fn forward_chunk(&mut self, b: &B, ids: &[u32], pos0: usize, all_logits: bool) -> Result<()>;
     /// The final norm and LM head, which holds the logits of the last chunk.
@@ -183,7 +181,14 @@ impl Sequence {
         all_logits: bool,
     ) -> Result<()> {
         let (ctx, chunk) = (self.opts.ctx, self.opts.chunk);
-        check_forward(tokens, self.pos, ctx, chunk, arch.vocab_size(), all_logits)?;
+        check_forward(
+            tokens,
+            self.pos,
+            ctx,
+            chunk,
+            arch.head().vocab(),
+            all_logits,
+        )?;
         for ids in tokens.chunks(chunk) {
             arch.forward_chunk(b, ids, self.pos, all_logits)?;
             self.pos += ids.len();

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel.
-pub const KERNEL: Shader = crate::shader!("attention");
+pub const KERNEL: Shader = crate::shader!("attention", common);
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

@@ -3,7 +3,7 @@
 // an online softmax (running max m and sum l, rescaling the accumulator), so the context
 // length is unbounded by workgroup memory.
 
-override WG: u32 = 64u;  // invocations per workgroup, power of two, <= 256; head_dim <= 4*WG
+// Prelude: common.wgsl (WG: a power of two, <= 256; head_dim <= 4*WG; the reductions).
 
 struct Params {
     tokens: u32,
@@ -24,33 +24,6 @@ struct Params {
 
 var<workgroup> qs: array<f32, 256>;  // the query row
 var<workgroup> ps: array<f32, 256>;  // this chunk's scores, then probabilities
-var<workgroup> red: array<f32, 256>;
-
-fn reduce_max(lid: u32) -> f32 {
-    for (var s = WG / 2u; s > 0u; s = s / 2u) {
-        workgroupBarrier();
-        if (lid < s) {
-            red[lid] = max(red[lid], red[lid + s]);
-        }
-    }
-    workgroupBarrier();
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}
-
-fn reduce_sum(lid: u32) -> f32 {
-    for (var s = WG / 2u; s > 0u; s = s / 2u) {
-        workgroupBarrier();
-        if (lid < s) {
-            red[lid] += red[lid + s];
-        }
-    }
-    workgroupBarrier();
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}
 
 @compute @workgroup_size(WG)
 fn main(
@@ -86,8 +59,7 @@ fn main(
             }
             s = dotv * p.scale;
         }
-        red[lid] = s;
-        let cmax = reduce_max(lid);
+        let cmax = reduce_max(lid, s);
         // 2. Rescale the running state to the new max.
         let m_new = max(m, cmax);
         let corr = exp(m - m_new);
@@ -96,8 +68,7 @@ fn main(
             e = exp(s - m_new);
         }
         ps[lid] = e;
-        red[lid] = e;
-        let csum = reduce_sum(lid);
+        let csum = reduce_sum(lid, e);
         l = l * corr + csum;
         m = m_new;
         // 3. Accumulate probabilities times values for this thread's output dims.

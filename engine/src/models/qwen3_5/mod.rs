@@ -418,10 +418,6 @@ impl<B: Backend> Qwen35<B> {
 }
 
 impl<B: Backend> Architecture<B> for Qwen35<B> {
-    fn vocab_size(&self) -> usize {
-        self.cfg.vocab_size
-    }
-
     fn head(&self) -> &OutputHead<B> {
         &self.head
     }
