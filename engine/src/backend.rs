@@ -266,7 +266,7 @@ pub trait Backend {
     /// The gated delta rule over `shape.tokens` steps from `state` (updated) into
     /// `out[tokens][v_heads*v_dim]`; `a, b[tokens][v_heads]` are the raw `in_proj_a`/`in_proj_b`
     /// outputs, `a_log, dt_bias[v_heads]` the layer's parameters (see
-    /// [`crate::kernels::delta_rule`]).
+    /// [`crate::gpu::kernels::delta_rule`]).
     #[allow(clippy::too_many_arguments)]
     fn gated_delta_rule(
         &self,

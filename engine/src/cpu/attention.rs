@@ -8,7 +8,7 @@ use crate::backend::AttnShape;
 const QBLOCK: usize = 64;
 
 /// Plain-Rust reference: per (query, head) two-pass softmax for a few query rows (decode);
-/// from [`super::math::GEMM_MIN_ROWS`] rows (prefill, encoders) per (head, block of query rows)
+/// from `GEMM_MIN_ROWS` rows (prefill, encoders) per (head, block of query rows)
 /// as two packed SGEMMs around a row softmax.
 pub fn attention(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
     if s.tokens >= super::math::GEMM_MIN_ROWS && s.head_dim > 0 {

@@ -3,8 +3,8 @@
 //! with them ([`super::simd`], the fastest instruction set present), rows spread over the
 //! thread pool in a few contiguous ranges per thread.
 //!
-//! The plain-Rust reference with f32 activations, [`crate::kernels::q4_gemv::cpu`], stays the
-//! oracle; tests compare this path with an f64 evaluation of the same rounded activations.
+//! The oracle is the tests crate's f64 evaluation of the same rounded activations
+//! (`tests/src/oracle.rs`); the scalar instruction set is the reference of the SIMD ones.
 
 use super::math::OutPtr;
 use super::q8::{Lq4Row, Q8Rows};

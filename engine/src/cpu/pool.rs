@@ -1,7 +1,7 @@
 //! The CPU backend's threads.
 //!
 //! Natively: one persistent pool (the design of llama.cpp's threadpool). `threads − 1` workers
-//! wait for work by spinning, then sleep after [`SPIN`] idle rounds; the calling thread takes
+//! wait for work by spinning, then sleep after `SPIN` idle rounds; the calling thread takes
 //! part in every job, so an op costs no thread hand-over. A decode step runs a few hundred small
 //! ops back to back, and a pool that puts its threads to sleep between them (rayon's, measured:
 //! a third of decode time in `sched_yield` and wake-ups) loses to one that keeps them spinning.

@@ -1,6 +1,6 @@
 //! Sampling's read of the logits on the CPU: the top `k` candidates in one pass over the
 //! vocabulary (a sorted buffer of `k`, touched only by values above its last), and the softmax
-//! normaliser with the vectorizable [`super::fast_exp`]. Same contract as the reference
+//! normaliser with the vectorizable [`super::math::fast_exp`]. Same contract as the reference
 //! [`select_reference`] (ties to the lower id, NaN and −∞ lowest), which sorts the
 //! whole vocabulary and is this function's oracle.
 

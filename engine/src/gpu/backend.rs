@@ -85,14 +85,7 @@ impl Backend for GpuContext {
     ) -> Result<()> {
         check::q4_matmul(x, out, w.rows, w.cols, m)?;
         no_alias("q4_matmul", out, &[x])?;
-        match kernel {
-            MatmulKernel::Gemv => {
-                kernels::q4_gemv::dispatch(self, &x.buf, w, &out.buf, m, (w.rows, 0))
-            }
-            MatmulKernel::Gemm => {
-                kernels::q4_gemm::dispatch(self, &x.buf, w, &out.buf, m, (w.rows, 0))
-            }
-        }
+        kernels::q4_matmul::dispatch(self, kernel, &x.buf, w, &out.buf, (m, (w.rows, 0)))
     }
 
     fn q4_matmul_block(
@@ -108,10 +101,7 @@ impl Backend for GpuContext {
         check::q4_matmul_block(x, out, (w.rows, w.cols), m, out_stride, out_off)?;
         no_alias("q4_matmul_block", out, &[x])?;
         let win = (out_stride, out_off);
-        match kernel {
-            MatmulKernel::Gemv => kernels::q4_gemv::dispatch(self, &x.buf, w, &out.buf, m, win),
-            MatmulKernel::Gemm => kernels::q4_gemm::dispatch(self, &x.buf, w, &out.buf, m, win),
-        }
+        kernels::q4_matmul::dispatch(self, kernel, &x.buf, w, &out.buf, (m, win))
     }
 
     fn f32_matmul(

@@ -1,6 +1,6 @@
 //! The WGSL kernels, one `.wgsl` file per op beside the Rust that dispatches it. Each module
-//! holds the kernel's [`Shader`](crate::gpu::context::Shader), its uniform parameters and its
-//! dispatch on [`GpuContext`](crate::gpu::context::GpuContext); the CPU's code for the same ops
+//! holds the kernel's [`Shader`], its uniform parameters and its
+//! dispatch on [`GpuContext`]; the CPU's code for the same ops
 //! lives in [`crate::cpu`], and the tests crate checks both against f64 oracles.
 
 pub mod attention;
@@ -9,8 +9,7 @@ pub mod delta_rule;
 pub mod elementwise;
 pub mod embed_q4;
 pub mod f32_matmul;
-pub mod q4_gemm;
-pub mod q4_gemv;
+pub mod q4_matmul;
 pub mod rope;
 pub mod rows;
 pub mod topk;
