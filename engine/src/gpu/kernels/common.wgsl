@@ -9,14 +9,16 @@ struct Ids {
     @builtin(local_invocation_index) lid: u32,
 }
 
-// The workgroup's linear index (a row, for the row kernels).
-fn group_index(ids: Ids) -> u32 {
-    return ids.wid.x + ids.wid.y * ids.nwg.x;
+// The workgroup's linear index: a row of the row kernels. They take the builtins one by one,
+// not as `Ids`: browsers' uniformity analysis counts a whole struct as non-uniform when one
+// member is, and rejects the barriers that follow a row check on it.
+fn row_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wid.x + wid.y * nwg.x;
 }
 
-// The invocation's linear index (an element, for the element-wise kernels).
+// The invocation's linear index: an element of the element-wise kernels (no barriers).
 fn item_index(ids: Ids) -> u32 {
-    return group_index(ids) * WG + ids.lid;
+    return row_index(ids.wid, ids.nwg) * WG + ids.lid;
 }
 
 // Workgroup reductions over one value per invocation (every invocation must call them).
