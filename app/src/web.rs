@@ -1,10 +1,13 @@
-//! Browser plumbing shared by the page and the worker: `fetch` with streamed progress, the
-//! Cache API, storage estimates, readable errors from JavaScript values.
+//! Browser plumbing shared by the page and the worker. HTTP goes through `gloo-net` (its
+//! `fetch` binding works in the page and in the worker); what gloo lacks stays here: reading a
+//! body chunk by chunk for progress, the Cache API, storage estimates, readable errors from
+//! JavaScript values.
 
+use gloo_net::http::{Request, Response};
 use js_sys::{Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Cache, Request, RequestCache, RequestInit, Response};
+use web_sys::{Cache, RequestCache};
 
 /// The cache that keeps bundle files between visits.
 pub const CACHE_NAME: &str = "lorekeeper-bundles-v1";
@@ -36,35 +39,28 @@ fn get(o: &JsValue, k: &str) -> Option<JsValue> {
         .filter(|v| !v.is_undefined() && !v.is_null())
 }
 
-/// Calls the global `fetch` (page or worker).
-async fn global_fetch(req: &Request) -> Result<Response, String> {
-    let global = js_sys::global();
-    let f = get(&global, "fetch")
-        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
-        .ok_or("this browser has no fetch()")?;
-    let p = f
-        .call1(&global, req)
-        .map_err(|e| js_error(&e))?
-        .dyn_into::<js_sys::Promise>()
-        .map_err(|_| "fetch() did not return a promise".to_string())?;
-    let r = JsFuture::from(p).await.map_err(|e| js_error(&e))?;
-    r.dyn_into::<Response>()
-        .map_err(|_| "fetch() did not return a Response".into())
+/// A `gloo-net` error in words: the JavaScript error's message, as [`js_error`] words an
+/// `Error` (`fetch()` rejects with a `TypeError`; gloo's own `Display` would prefix its name),
+/// or gloo's own text.
+fn net_error(e: gloo_net::Error) -> String {
+    match e {
+        gloo_net::Error::JsError(e) => e.message,
+        e => e.to_string(),
+    }
 }
 
 /// GETs `url` (same origin). `revalidate`: ask the server even if the HTTP cache has a copy
 /// (manifests); otherwise the HTTP cache may answer (content-addressed shards). A status other
 /// than 2xx is an error naming the URL and the status.
 pub async fn fetch(url: &str, revalidate: bool) -> Result<Response, String> {
-    let init = RequestInit::new();
-    init.set_method("GET");
+    let mut req = Request::get(url);
     if revalidate {
-        init.set_cache(RequestCache::NoCache);
+        req = req.cache(RequestCache::NoCache);
     }
-    let req = Request::new_with_str_and_init(url, &init).map_err(|e| js_error(&e))?;
-    let resp = global_fetch(&req)
+    let resp = req
+        .send()
         .await
-        .map_err(|e| format!("could not download {url}: {e}"))?;
+        .map_err(|e| format!("could not download {url}: {}", net_error(e)))?;
     if !resp.ok() {
         return Err(format!(
             "could not download {url}: HTTP {} {}",
@@ -77,19 +73,12 @@ pub async fn fetch(url: &str, revalidate: bool) -> Result<Response, String> {
 
 /// A response body as text.
 pub async fn text(resp: Response) -> Result<String, String> {
-    let p = resp.text().map_err(|e| js_error(&e))?;
-    JsFuture::from(p)
-        .await
-        .map_err(|e| js_error(&e))?
-        .as_string()
-        .ok_or_else(|| "the response is not text".into())
+    resp.text().await.map_err(net_error)
 }
 
 /// A response body as bytes, all at once.
 pub async fn bytes(resp: Response) -> Result<Vec<u8>, String> {
-    let p = resp.array_buffer().map_err(|e| js_error(&e))?;
-    let buf = JsFuture::from(p).await.map_err(|e| js_error(&e))?;
-    Ok(Uint8Array::new(&buf).to_vec())
+    resp.binary().await.map_err(net_error)
 }
 
 /// A response body read chunk by chunk, calling `on_chunk(bytes)` as each arrives.
@@ -139,14 +128,14 @@ pub async fn open_cache() -> Result<Cache, String> {
 /// The cached response for `url`, if any.
 pub async fn cache_match(cache: &Cache, url: &str) -> Option<Response> {
     let r = JsFuture::from(cache.match_with_str(url)).await.ok()?;
-    r.dyn_into::<Response>().ok()
+    r.dyn_into::<web_sys::Response>().ok().map(Response::from)
 }
 
 /// Stores `data` as the response for `url`. The error keeps the `DOMException` so the caller
 /// can tell a full disk (`QuotaExceededError`) from anything else.
 pub async fn cache_put(cache: &Cache, url: &str, data: &[u8]) -> Result<(), JsValue> {
     let arr = Uint8Array::from(data);
-    let resp = Response::new_with_opt_buffer_source(Some(&arr))?;
+    let resp = web_sys::Response::new_with_opt_buffer_source(Some(&arr))?;
     JsFuture::from(cache.put_with_str(url, &resp)).await?;
     Ok(())
 }
@@ -163,7 +152,7 @@ pub async fn cache_urls(cache: &Cache) -> Vec<String> {
     };
     js_sys::Array::from(&keys)
         .iter()
-        .filter_map(|r| r.dyn_into::<Request>().ok())
+        .filter_map(|r| r.dyn_into::<web_sys::Request>().ok())
         .map(|r| r.url())
         .collect()
 }
@@ -194,19 +183,4 @@ pub fn absolute(url: &str) -> String {
     web_sys::Url::new_with_base(url, &base)
         .map(|u| u.href())
         .unwrap_or_else(|_| url.to_string())
-}
-
-/// Resolves after `ms` milliseconds (`setTimeout`), letting queued events run.
-pub async fn sleep_ms(ms: i32) {
-    let p = js_sys::Promise::new(&mut |resolve, _| {
-        let global = js_sys::global();
-        if let Some(f) =
-            get(&global, "setTimeout").and_then(|f| f.dyn_into::<js_sys::Function>().ok())
-        {
-            let _ = f.call2(&global, &resolve, &JsValue::from(ms));
-        } else {
-            let _ = resolve.call0(&JsValue::NULL);
-        }
-    });
-    let _ = JsFuture::from(p).await;
 }

@@ -179,7 +179,7 @@ async fn ask(busy: Busy, question: String, settings: Settings) {
     // and only `device.lost` says what happened, a moment later. So an answer is posted only
     // once the device is known to have survived it.
     if let Some(gpu) = gpu {
-        web::sleep_ms(50).await;
+        gloo_timers::future::TimeoutFuture::new(50).await;
         if let Err(lost @ EngineError::DeviceLost(_)) = gpu.check_errors() {
             post(&fail(FailKind::DeviceLost, lost.to_string()));
             return;
