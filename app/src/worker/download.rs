@@ -200,48 +200,7 @@ pub(super) async fn load_bundle(
     let (manifest, manifest_url) = manifest(&base, cache.as_ref()).await?;
     // 2. The backend: the CPU path unless a hardware WebGPU adapter measures faster (or the
     //    page's setting forces one).
-    let gpu = if backend == BackendChoice::Cpu {
-        None
-    } else if !web::has_webgpu() {
-        if backend == BackendChoice::Gpu {
-            return Err(fail(FailKind::NoWebGpu, NO_WEBGPU));
-        }
-        None
-    } else {
-        match GpuContext::new(requirements(&manifest)).await {
-            Ok(g) => Some(g),
-            Err(e) if backend == BackendChoice::Gpu => {
-                return Err(match e {
-                    EngineError::NoAdapter(_) => fail(
-                        FailKind::NoWebGpu,
-                        format!("{NO_WEBGPU} (The browser said: {e}.)"),
-                    ),
-                    EngineError::AdapterLimits { .. } => fail(
-                        FailKind::Limits,
-                        format!("Your GPU cannot run this bundle. {e}"),
-                    ),
-                    other => fail(FailKind::Internal, other.to_string()),
-                })
-            }
-            // Auto: no usable adapter means the CPU path.
-            Err(_) => None,
-        }
-    };
-    let cpu_name = CpuBackend.describe();
-    let (gpu, backend_line) = match backend {
-        BackendChoice::Cpu => (None, format!("{cpu_name} (set by ?backend=cpu)")),
-        BackendChoice::Gpu => {
-            let line = gpu
-                .as_ref()
-                .map(|g| format!("{} (set by ?backend=gpu)", g.adapter_description()))
-                .unwrap_or_default();
-            (gpu, line)
-        }
-        BackendChoice::Auto => match decide(gpu.as_ref(), CALIBRATION.0, CALIBRATION.1).await {
-            Decision::Gpu(why) => (gpu, why),
-            Decision::Cpu(why) => (None, why),
-        },
-    };
+    let (gpu, backend_line) = choose_backend(&manifest, backend).await?;
     let binding_needed = manifest
         .model
         .as_ref()
@@ -327,19 +286,90 @@ pub(super) async fn load_bundle(
     }
     // 5. Drop cached files of this bundle that the manifest no longer names (an older build).
     if let Some(c) = &cache {
-        let prefix = web::absolute(&base);
-        for u in web::cache_urls(c).await {
-            let name = u.strip_prefix(&prefix).unwrap_or("");
-            if !name.is_empty()
-                && u != manifest_url
-                && !name.contains('/')
-                && manifest.shard(name).is_none()
-            {
-                web::cache_delete(c, &u).await;
-            }
-        }
+        drop_stale(c, &base, &manifest_url, &manifest).await;
     }
     // 6. The session (verifies every shard again as it takes it, then uploads the weights).
+    let engine = start_session(gpu, &base, manifest, files)?;
+    Ok(Loaded {
+        engine,
+        backend: backend_line,
+        all_cached: need == 0,
+        note,
+    })
+}
+
+/// Step 2 of [`load_bundle`]: the GPU context to run on (`None`: the CPU path) and the line
+/// that says where the engine runs and why.
+async fn choose_backend(
+    manifest: &Manifest,
+    backend: BackendChoice,
+) -> Result<(Option<GpuContext>, String), FromWorker> {
+    let gpu = if backend == BackendChoice::Cpu {
+        None
+    } else if !web::has_webgpu() {
+        if backend == BackendChoice::Gpu {
+            return Err(fail(FailKind::NoWebGpu, NO_WEBGPU));
+        }
+        None
+    } else {
+        match GpuContext::new(requirements(manifest)).await {
+            Ok(g) => Some(g),
+            Err(e) if backend == BackendChoice::Gpu => {
+                return Err(match e {
+                    EngineError::NoAdapter(_) => fail(
+                        FailKind::NoWebGpu,
+                        format!("{NO_WEBGPU} (The browser said: {e}.)"),
+                    ),
+                    EngineError::AdapterLimits { .. } => fail(
+                        FailKind::Limits,
+                        format!("Your GPU cannot run this bundle. {e}"),
+                    ),
+                    other => fail(FailKind::Internal, other.to_string()),
+                })
+            }
+            // Auto: no usable adapter means the CPU path.
+            Err(_) => None,
+        }
+    };
+    let cpu_name = CpuBackend.describe();
+    Ok(match backend {
+        BackendChoice::Cpu => (None, format!("{cpu_name} (set by ?backend=cpu)")),
+        BackendChoice::Gpu => {
+            let line = gpu
+                .as_ref()
+                .map(|g| format!("{} (set by ?backend=gpu)", g.adapter_description()))
+                .unwrap_or_default();
+            (gpu, line)
+        }
+        BackendChoice::Auto => match decide(gpu.as_ref(), CALIBRATION.0, CALIBRATION.1).await {
+            Decision::Gpu(why) => (gpu, why),
+            Decision::Cpu(why) => (None, why),
+        },
+    })
+}
+
+/// Step 5 of [`load_bundle`]: removes cached files under `base` that `manifest` no longer names.
+async fn drop_stale(c: &Cache, base: &str, manifest_url: &str, manifest: &Manifest) {
+    let prefix = web::absolute(base);
+    for u in web::cache_urls(c).await {
+        let name = u.strip_prefix(&prefix).unwrap_or("");
+        if !name.is_empty()
+            && u != manifest_url
+            && !name.contains('/')
+            && manifest.shard(name).is_none()
+        {
+            web::cache_delete(c, &u).await;
+        }
+    }
+}
+
+/// Step 6 of [`load_bundle`]: the session on the chosen backend, from the verified files.
+fn start_session(
+    gpu: Option<GpuContext>,
+    base: &str,
+    manifest: Manifest,
+    files: BTreeMap<String, Vec<u8>>,
+) -> Result<Engine, FromWorker> {
     let load_err = |e: EngineError| {
         let kind = if matches!(e, EngineError::DeviceLost(_)) {
             FailKind::DeviceLost
@@ -348,21 +378,15 @@ pub(super) async fn load_bundle(
         };
         fail(kind, e.to_string())
     };
-    let engine = match gpu {
+    Ok(match gpu {
         Some(gpu) => {
-            let session = Session::from_files(&gpu, &base, manifest, files, base_config(), CONTEXT)
+            let session = Session::from_files(&gpu, base, manifest, files, base_config(), CONTEXT)
                 .map_err(load_err)?;
             Engine::Gpu(Rc::new(gpu), Box::new(session))
         }
         None => Engine::Cpu(Box::new(
-            Session::from_files(&CpuBackend, &base, manifest, files, base_config(), CONTEXT)
+            Session::from_files(&CpuBackend, base, manifest, files, base_config(), CONTEXT)
                 .map_err(load_err)?,
         )),
-    };
-    Ok(Loaded {
-        engine,
-        backend: backend_line,
-        all_cached: need == 0,
-        note,
     })
 }
