@@ -99,6 +99,16 @@ pub struct Selection {
     pub sum_exp: Option<f64>,
 }
 
+/// How a backend's KV cache stores keys and values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KvFormat {
+    /// 4-byte floats, exactly as computed.
+    F32,
+    /// IEEE half precision (round to nearest even), as llama.cpp's default cache: half the
+    /// bytes that decode attention reads per position.
+    F16,
+}
+
 /// Length in 4-byte elements, for shape checks.
 pub trait BufferLen {
     /// Number of 4-byte elements.
@@ -116,6 +126,9 @@ pub trait Backend {
     type Buffer: Clone + BufferLen;
     /// A device-resident LQ4 matrix.
     type Q4: Clone;
+    /// A KV cache, `[ctx][kv_heads][head_dim]` values stored as [`Backend::kv_format`] says
+    /// (its length counts values).
+    type Kv: BufferLen;
 
     /// The adapter or implementation, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) [Vulkan, Cpu]`.
     fn describe(&self) -> String;
@@ -199,6 +212,31 @@ pub trait Backend {
         q: &Self::Buffer,
         k_cache: &Self::Buffer,
         v_cache: &Self::Buffer,
+        out: &Self::Buffer,
+        shape: AttnShape,
+    ) -> Result<()>;
+    /// How [`Backend::Kv`] stores keys and values unless asked otherwise.
+    fn kv_format(&self) -> KvFormat {
+        KvFormat::F32
+    }
+    /// A KV cache of `len` values (zeros) in `format` (an error where the backend has none).
+    fn alloc_kv(&self, label: &str, len: usize, format: KvFormat) -> Result<Self::Kv>;
+    /// Writes `len` values of `src[src_offset..]` into the cache at `dst_offset`, in the
+    /// cache's format (e.g. new keys after the positions already filled).
+    fn write_kv(
+        &self,
+        src: &Self::Buffer,
+        src_offset: usize,
+        dst: &Self::Kv,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()>;
+    /// [`Backend::attention`] over KV caches.
+    fn attention_kv(
+        &self,
+        q: &Self::Buffer,
+        k_cache: &Self::Kv,
+        v_cache: &Self::Kv,
         out: &Self::Buffer,
         shape: AttnShape,
     ) -> Result<()>;
@@ -448,7 +486,13 @@ pub(crate) mod check {
         )
     }
 
-    pub fn attention<B: BufferLen>(q: &B, k: &B, v: &B, out: &B, s: AttnShape) -> Result<()> {
+    pub fn attention<B: BufferLen, K: BufferLen>(
+        q: &B,
+        k: &K,
+        v: &K,
+        out: &B,
+        s: AttnShape,
+    ) -> Result<()> {
         if s.kv_heads == 0 || !s.heads.is_multiple_of(s.kv_heads) {
             return Err(shape_err(
                 "attention",
@@ -660,10 +704,10 @@ pub(crate) mod check {
         need_len("add_bias", &format!("bias [{cols}]"), bias, cols)
     }
 
-    pub fn copy<B: BufferLen>(
+    pub fn copy<B: BufferLen, D: BufferLen>(
         src: &B,
         src_offset: usize,
-        dst: &B,
+        dst: &D,
         dst_offset: usize,
         len: usize,
     ) -> Result<()> {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, KvFormat};
 use crate::error::{EngineError, Result};
 use crate::format::bundle::ModelBundle;
 use crate::format::gguf::Gguf;
@@ -67,11 +67,13 @@ pub fn load<B: Backend>(
     format: Option<WeightFormat>,
     ctx: usize,
     chunk: usize,
+    kv: Option<KvFormat>,
 ) -> Result<(Decoder<B>, Tokenizer)> {
     let opts = |native: WeightFormat| LoadOptions {
         format: format.unwrap_or(native),
         ctx,
         chunk,
+        kv,
     };
     match detect(path)? {
         ModelKind::Gguf => {

@@ -7,7 +7,7 @@ use lorekeeper_engine::generate::{next_token, SamplingParams};
 use lorekeeper_engine::models::LoadOptions;
 use lorekeeper_engine::models::{Decoder, ModelConfig, WeightFormat};
 use lorekeeper_engine::rng::Pcg32;
-use lorekeeper_engine::{Backend, Tolerance};
+use lorekeeper_engine::{Backend, KvFormat, Tolerance};
 
 /// f32 model vs transformers' f32 CPU forward: different summation orders only.
 pub const LOGITS: Tolerance = Tolerance::new(2e-5, 1e-4);
@@ -91,6 +91,9 @@ pub async fn source_matches<B: Backend>(
         format,
         ctx: 128,
         chunk: 16,
+        // An f32 cache: the comparison is exact to f32 rounding (the f16 cache is checked
+        // op by op in the kernel suite and end to end against llama.cpp's, also f16).
+        kv: Some(KvFormat::F32),
     };
     let mut model = Decoder::load(b, cfg.clone(), src, opts).map_err(e("load"))?;
     let vocab = cfg.vocab_size();

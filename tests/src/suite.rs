@@ -5,7 +5,9 @@
 use lorekeeper_engine::backend::rope_table;
 use lorekeeper_engine::backend::DeltaShape;
 use lorekeeper_engine::rng::Pcg32;
-use lorekeeper_engine::{AttnShape, Backend, MatmulKernel, Q4Matrix, RopeShape, Tolerance};
+use lorekeeper_engine::{
+    AttnShape, Backend, KvFormat, MatmulKernel, Q4Matrix, RopeShape, Tolerance,
+};
 
 use crate::oracle;
 
@@ -207,6 +209,98 @@ pub async fn rope<B: Backend>(b: &B, seed: u64) -> Check {
         format!("tokens={tokens} heads={heads} head_dim={head_dim} rot={rot} pos0={pos0}"),
         bounds::ROPE,
         &oracle::rope(&x, &table, tokens, heads, head_dim, rot, pos0),
+        &got,
+    )
+}
+
+/// Causal attention over KV caches in the backend's format ([`Backend::kv_format`]): the
+/// cache filled in two writes (the prompt, then the new tokens from an offset in their
+/// buffer), slots past them NaN; decode (even seeds), a few tokens (odd seeds) and, every third
+/// seed, 5–9 tokens after a long cache (the CPU's blocked path, which widens an f16 cache).
+/// The oracle reads the keys and values rounded to the cache's format.
+pub async fn attention_kv<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "attention over KV caches";
+    let mut rng = Pcg32::new(seed + 300);
+    let tokens = match (seed % 2, seed % 3) {
+        (_, 2) => rng.range(5, 10),
+        (0, _) => 1,
+        _ => rng.range(2, 4),
+    };
+    let kv_heads = rng.range(1, 3);
+    let heads = kv_heads * rng.range(1, 4);
+    let head_dim = rng.range(1, 130);
+    let pos0 = if seed % 3 == 2 {
+        rng.range(129, 400)
+    } else {
+        rng.range(0, 80)
+    };
+    let ctx = pos0 + tokens + rng.range(1, 9);
+    let row = kv_heads * head_dim;
+    let (old, new) = (pos0 * row, tokens * row);
+    let lead = rng.range(0, 7);
+    let k = rng.normal_vec(old + new, 1.0);
+    let v = rng.normal_vec(old + new, 1.0);
+    let q = rng.normal_vec(tokens * heads * head_dim, 1.0);
+    let upload = |label, x: &[f32]| b.upload(label, x).map_err(e(op));
+    // The new rows behind `lead` values of padding, as a projection's output block would be.
+    let with_lead = |x: &[f32]| [vec![0.5; lead], x[old..].to_vec()].concat();
+    let (k_old, v_old) = (
+        upload("k", &k[..old.max(1)])?,
+        upload("v", &v[..old.max(1)])?,
+    );
+    let (k_new, v_new) = (upload("k", &with_lead(&k))?, upload("v", &with_lead(&v))?);
+    let nan = upload("nan", &vec![f32::NAN; (ctx * row) - old - new])?;
+    let mut caches = Vec::new();
+    for (first, next) in [(&k_old, &k_new), (&v_old, &v_new)] {
+        let c = b
+            .alloc_kv("cache", ctx * row, b.kv_format())
+            .map_err(e(op))?;
+        b.write_kv(first, 0, &c, 0, old).map_err(e(op))?;
+        b.write_kv(next, lead, &c, old, new).map_err(e(op))?;
+        b.write_kv(&nan, 0, &c, old + new, ctx * row - old - new)
+            .map_err(e(op))?;
+        caches.push(c);
+    }
+    let s = AttnShape {
+        tokens,
+        heads,
+        kv_heads,
+        head_dim,
+        pos0,
+        ctx,
+        scale: 1.0 / (head_dim as f32).sqrt(),
+        causal: true,
+    };
+    let (qd, od) = (upload("q", &q)?, b.alloc("o", q.len()).map_err(e(op))?);
+    b.attention_kv(&qd, &caches[0], &caches[1], &od, s)
+        .map_err(e(op))?;
+    let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
+    let stored = |x: &[f32]| -> Vec<f32> {
+        match b.kv_format() {
+            KvFormat::F32 => x.to_vec(),
+            KvFormat::F16 => x.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect(),
+        }
+    };
+    let want = oracle::attention(
+        &q,
+        &stored(&k),
+        &stored(&v),
+        tokens,
+        heads,
+        kv_heads,
+        head_dim,
+        pos0,
+        s.scale,
+        true,
+    );
+    compare(
+        op,
+        format!(
+            "{:?} tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx}",
+            b.kv_format()
+        ),
+        bounds::ATTENTION,
+        &want,
         &got,
     )
 }

@@ -286,6 +286,7 @@ fn pipeline_on_smollm2() {
         format: WeightFormat::Q4,
         ctx: 2048,
         chunk: 256,
+        kv: None,
     };
     let mut model = Decoder::load(&b, ModelConfig::Llama(cfg), &src, opts).expect("load");
     let chunks = chunk_corpus(

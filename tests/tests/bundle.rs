@@ -216,6 +216,7 @@ fn last_logits<B: Backend>(b: &B, dir: &Path) -> Vec<f32> {
         format: WeightFormat::Q4,
         ctx: 32,
         chunk: 8,
+        kv: None,
     };
     let mut m = Decoder::load(b, cfg, &bundle, opts).expect("load");
     // Ids from both ends of the vocabulary: rows in different embedding blocks.

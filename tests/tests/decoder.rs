@@ -88,6 +88,7 @@ fn bad_inputs_are_errors() {
             ctx: 8,
             chunk: 4,
             format: WeightFormat::F32,
+            kv: None,
         },
     )
     .expect("load");

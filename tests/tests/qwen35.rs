@@ -26,7 +26,9 @@ use lorekeeper_engine::loader;
 use lorekeeper_engine::models::LoadOptions;
 use lorekeeper_engine::models::{Decoder, ModelConfig, WeightFormat};
 use lorekeeper_engine::rng::Pcg32;
-use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Q4Matrix, Requirements, Tolerance};
+use lorekeeper_engine::{
+    Backend, CpuBackend, GpuContext, KvFormat, Q4Matrix, Requirements, Tolerance,
+};
 use lorekeeper_tests::{decoder, oracle, suite};
 
 /// A q4 bundle against the same merged weights quantized by the engine at load: LQ4 is
@@ -194,6 +196,9 @@ fn all_logits<B: Backend>(
         format,
         ctx: 128,
         chunk: 128,
+        // An f32 cache: the comparison is exact to f32 rounding (the f16 cache is checked
+        // op by op in the kernel suite and end to end against llama.cpp's, also f16).
+        kv: Some(KvFormat::F32),
     };
     let mut m = Decoder::load(b, cfg.clone(), src, opts).expect("load");
     let g: serde_json::Value = serde_json::from_str(&golden()).expect("golden");
@@ -380,10 +385,20 @@ fn multimodal_checkpoint_layout_loads_and_builds() {
         format: WeightFormat::F32,
         ctx: 32,
         chunk: 8,
+        // An f32 cache: the comparison is exact to f32 rounding (the f16 cache is checked
+        // op by op in the kernel suite and end to end against llama.cpp's, also f16).
+        kv: Some(KvFormat::F32),
     };
     let logits = |dir: &Path| {
-        let (mut m, _tok) =
-            loader::load(&CpuBackend, dir, Some(opts.format), opts.ctx, opts.chunk).expect("load");
+        let (mut m, _tok) = loader::load(
+            &CpuBackend,
+            dir,
+            Some(opts.format),
+            opts.ctx,
+            opts.chunk,
+            opts.kv,
+        )
+        .expect("load");
         assert_eq!(m.architecture(), "qwen3_5");
         m.forward(&CpuBackend, &prompt, true).expect("forward");
         pollster::block_on(m.read_logits(&CpuBackend)).expect("read")

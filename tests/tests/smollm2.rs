@@ -74,6 +74,7 @@ fn greedy_matches_llamacpp<B: Backend>(b: &B, format: WeightFormat, near_tie: f3
         format,
         ctx: 256,
         chunk: 64,
+        kv: None,
     };
     let mut model = Decoder::load(b, ModelConfig::Llama(cfg), &src, opts).expect("load");
     let v = model.vocab_size();

@@ -66,6 +66,7 @@ on_both!(
     rms_norm,
     rope,
     attention,
+    attention_kv,
     silu_mul,
     add,
     softmax,

@@ -86,6 +86,7 @@ impl<B: Backend> Session<B> {
                 format,
                 ctx,
                 chunk: b.prefill_chunk(),
+                kv: None,
             };
             (Decoder::load(b, mcfg, &bundle, opts)?, tok)
         };

@@ -1,6 +1,13 @@
 //! Grouped-query attention over the KV cache: causal (decode and prefill) or bidirectional
 //! (encoders). Decode splits (token, KV head, key range) tasks across the pool and merges the
-//! partial softmaxes; prefill runs two packed SGEMMs per (head, block of query rows).
+//! partial softmaxes; prefill runs two packed SGEMMs per (head, block of query rows). The
+//! cache is f32 or f16 ([`KvElem`]): decode converts each f16 row as it reads it (F16C on
+//! x86-64), prefill widens the visible rows once for its SGEMMs.
+
+use std::borrow::Cow;
+
+use half::f16;
+use half::slice::HalfFloatSliceExt;
 
 use crate::backend::AttnShape;
 
@@ -10,9 +17,10 @@ const QBLOCK: usize = 64;
 /// Plain-Rust reference: per (query, head) two-pass softmax for a few query rows (decode);
 /// from `GEMM_MIN_ROWS` rows (prefill, encoders) per (head, block of query rows)
 /// as two packed SGEMMs around a row softmax.
-pub fn attention(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
+pub fn attention<E: KvElem>(q: &[f32], k: &[E], v: &[E], out: &mut [f32], s: AttnShape) {
     if s.tokens >= super::math::GEMM_MIN_ROWS && s.head_dim > 0 {
-        return blocked(q, k, v, out, s);
+        let seen = ((s.pos0 + s.tokens) * s.kv_heads * s.head_dim).min(k.len().min(v.len()));
+        return blocked(q, &E::widen(&k[..seen]), &E::widen(&v[..seen]), out, s);
     }
     // Decode: one task per (token, KV head, key range). The query heads that share a KV head
     // (GQA) read its keys and values once, together, and the keys are split in ranges so every
@@ -86,55 +94,121 @@ fn visible_keys(s: AttnShape, t: usize) -> usize {
     }
 }
 
+/// A KV cache value: f32, or f16 converted as it is read.
+pub trait KvElem: Copy + Send + Sync {
+    /// `src` as f32: itself, or converted into `buf` (with F16C where `hw`; the caller must
+    /// then run on a CPU with F16C, see [`super::simd::Isa::f16c`]).
+    fn row<'a>(src: &'a [Self], buf: &'a mut [f32], hw: bool) -> &'a [f32];
+    /// `src` as f32 (the blocked path's SGEMMs read f32).
+    fn widen(src: &[Self]) -> Cow<'_, [f32]>;
+}
+
+impl KvElem for f32 {
+    #[inline(always)]
+    fn row<'a>(src: &'a [f32], _buf: &'a mut [f32], _hw: bool) -> &'a [f32] {
+        src
+    }
+    fn widen(src: &[f32]) -> Cow<'_, [f32]> {
+        Cow::Borrowed(src)
+    }
+}
+
+impl KvElem for f16 {
+    #[inline(always)]
+    fn row<'a>(src: &'a [f16], buf: &'a mut [f32], hw: bool) -> &'a [f32] {
+        let buf = &mut buf[..src.len()];
+        #[cfg(target_arch = "x86_64")]
+        if hw {
+            // SAFETY: `hw` is set only where F16C was detected (the trait's contract).
+            unsafe { f16c_row(src, buf) };
+            return buf;
+        }
+        let _ = hw;
+        for (o, &x) in buf.iter_mut().zip(src) {
+            *o = x.to_f32();
+        }
+        buf
+    }
+    fn widen(src: &[f16]) -> Cow<'_, [f32]> {
+        let mut out = vec![0f32; src.len()];
+        src.convert_to_f32_slice(&mut out);
+        Cow::Owned(out)
+    }
+}
+
+/// Eight halves at a time with `vcvtph2ps`; inlined into the AVX2 + F16C decode body.
+///
+/// # Safety
+/// The CPU must support F16C; `dst` is at least as long as `src`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn f16c_row(src: &[f16], dst: &mut [f32]) {
+    use std::arch::x86_64::{__m128i, _mm256_cvtph_ps, _mm256_storeu_ps, _mm_loadu_si128};
+    let n8 = src.len() / 8 * 8;
+    for i in (0..n8).step_by(8) {
+        // SAFETY: i + 8 <= n8 <= src.len() <= dst.len(); unaligned loads and stores.
+        unsafe {
+            let h = _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i);
+            _mm256_storeu_ps(dst.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
+        }
+    }
+    for i in n8..src.len() {
+        dst[i] = src[i].to_f32();
+    }
+}
+
 /// Keys `j0..j1` for the query heads of token `t` that share KV head `kvh`
 /// (`group = heads / kv_heads`), into `dst` (`[group, head_dim + 2]`: per head the
 /// unnormalized `Σ_j p_j·v_j` with `p_j = exp(score_j − m)`, then `m` = the range's max score,
 /// then `Σ_j p_j`; an empty range gives zeros and `m = −∞`). Each key and value row is read
 /// once for the whole group.
-fn attend_part(
+fn attend_part<E: KvElem>(
     q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    k: &[E],
+    v: &[E],
     dst: &mut [f32],
     s: AttnShape,
     at: (usize, usize),
     keys: (usize, usize),
 ) {
     #[cfg(target_arch = "x86_64")]
-    if super::simd::Isa::best() == super::simd::Isa::Avx2 {
-        // SAFETY: `Isa::best()` returns Avx2 only where AVX2 and FMA were detected.
+    if super::simd::Isa::f16c() {
+        // SAFETY: `Isa::f16c()` holds only where AVX2, FMA and F16C were detected.
         return unsafe { attend_part_avx2(q, k, v, dst, s, at, keys) };
     }
-    attend_part_body(q, k, v, dst, s, at, keys)
+    attend_part_body(q, k, v, dst, s, at, keys, false)
 }
 
-/// [`attend_part_body`] compiled for AVX2 + FMA (the baseline x86-64 build has only SSE2).
+/// [`attend_part_body`] compiled for AVX2 + FMA + F16C (the baseline x86-64 build has only
+/// SSE2).
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA.
+/// The CPU must support AVX2, FMA and F16C.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn attend_part_avx2(
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn attend_part_avx2<E: KvElem>(
     q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    k: &[E],
+    v: &[E],
     dst: &mut [f32],
     s: AttnShape,
     at: (usize, usize),
     keys: (usize, usize),
 ) {
-    attend_part_body(q, k, v, dst, s, at, keys)
+    attend_part_body(q, k, v, dst, s, at, keys, true)
 }
 
 #[inline(always)]
-fn attend_part_body(
+#[allow(clippy::too_many_arguments)]
+fn attend_part_body<E: KvElem>(
     q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    k: &[E],
+    v: &[E],
     dst: &mut [f32],
     s: AttnShape,
     (t, kvh): (usize, usize),
     (j0, j1): (usize, usize),
+    hw: bool,
 ) {
     let d = s.head_dim;
     let group = (s.heads / s.kv_heads.max(1)).max(1);
@@ -148,10 +222,12 @@ fn attend_part_body(
     }
     let q0 = (t * s.heads + kvh * group) * d;
     let qs = &q[q0..q0 + group * d];
+    // One converted row (f16 caches), at most 256 values (the shape check's head_dim bound).
+    let mut buf = [0f32; 256];
     // scores[g·n + (j − j0)]
     let mut scores = vec![0f32; group * n];
     for j in j0..j1 {
-        let kr = &k[(j * s.kv_heads + kvh) * d..][..d];
+        let kr = E::row(&k[(j * s.kv_heads + kvh) * d..][..d], &mut buf, hw);
         for (g, qr) in qs.chunks_exact(d).enumerate() {
             scores[g * n + j - j0] = super::math::dot(qr, kr) * s.scale;
         }
@@ -164,7 +240,7 @@ fn attend_part_body(
         dst[g * (d + 2) + d + 1] = super::math::sum(row);
     }
     for j in j0..j1 {
-        let vr = &v[(j * s.kv_heads + kvh) * d..][..d];
+        let vr = E::row(&v[(j * s.kv_heads + kvh) * d..][..d], &mut buf, hw);
         for (g, og) in dst.chunks_exact_mut(d + 2).enumerate() {
             let p = scores[g * n + j - j0];
             for (oi, &vi) in og[..d].iter_mut().zip(vr) {

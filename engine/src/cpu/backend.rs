@@ -2,10 +2,13 @@
 
 use std::sync::{Arc, RwLock};
 
+use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+
 use super::math::GEMM_MIN_ROWS;
 use super::{attention, elementwise, embed, matmul, norm, pool, recurrent, rope, select, simd};
 use crate::backend::{
-    check, need_len, AttnShape, Backend, BufferLen, DeltaShape, MatmulKernel, RopeShape, Selection,
+    check, need_len, AttnShape, Backend, BufferLen, DeltaShape, KvFormat, MatmulKernel, RopeShape,
+    Selection,
 };
 use crate::error::{shape_err, Result};
 use crate::quant::Q4Matrix;
@@ -29,6 +32,44 @@ impl CpuBuffer {
     }
 }
 
+/// A KV cache on the host: f16 where the CPU converts halves in hardware (half the bytes
+/// decode attention reads), else f32.
+#[derive(Clone, Debug)]
+pub struct CpuKv(Arc<RwLock<KvStore>>);
+
+/// (f16 values are kept as their bits: `vec![0u16; n]` is a zeroed allocation whose pages are
+/// mapped only when written, as `vec![0f32; n]`, so a long context costs only what is used.)
+#[derive(Debug)]
+enum KvStore {
+    F32(Vec<f32>),
+    F16(Vec<u16>),
+}
+
+impl BufferLen for CpuKv {
+    fn len(&self) -> usize {
+        match &*self.get() {
+            KvStore::F32(v) => v.len(),
+            KvStore::F16(v) => v.len(),
+        }
+    }
+}
+
+impl CpuKv {
+    /// A cache of `len` zeros in `format`.
+    pub fn new(format: KvFormat, len: usize) -> CpuKv {
+        CpuKv(Arc::new(RwLock::new(match format {
+            KvFormat::F32 => KvStore::F32(vec![0.0; len]),
+            KvFormat::F16 => KvStore::F16(vec![0u16; len]),
+        })))
+    }
+    fn get(&self) -> std::sync::RwLockReadGuard<'_, KvStore> {
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+    fn get_mut(&self) -> std::sync::RwLockWriteGuard<'_, KvStore> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// The CPU backend.
 #[derive(Clone, Debug, Default)]
 pub struct CpuBackend;
@@ -43,6 +84,7 @@ fn no_alias(op: &'static str, out: &CpuBuffer, inputs: &[&CpuBuffer]) -> Result<
 impl Backend for CpuBackend {
     type Buffer = CpuBuffer;
     type Q4 = Arc<Q4Matrix>;
+    type Kv = CpuKv;
 
     fn describe(&self) -> String {
         let t = pool::threads();
@@ -187,6 +229,67 @@ impl Backend for CpuBackend {
             &mut out.get_mut(),
             shape,
         );
+        Ok(())
+    }
+
+    fn kv_format(&self) -> KvFormat {
+        if simd::Isa::f16c() {
+            KvFormat::F16
+        } else {
+            KvFormat::F32
+        }
+    }
+
+    fn alloc_kv(&self, _label: &str, len: usize, format: KvFormat) -> Result<CpuKv> {
+        Ok(CpuKv::new(format, len))
+    }
+
+    fn write_kv(
+        &self,
+        src: &CpuBuffer,
+        src_offset: usize,
+        dst: &CpuKv,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        check::copy(src, src_offset, dst, dst_offset, len)?;
+        let src = &src.get()[src_offset..src_offset + len];
+        match &mut *dst.get_mut() {
+            KvStore::F32(d) => d[dst_offset..dst_offset + len].copy_from_slice(src),
+            KvStore::F16(d) => d[dst_offset..dst_offset + len]
+                .reinterpret_cast_mut::<half::f16>()
+                .convert_from_f32_slice(src),
+        }
+        Ok(())
+    }
+
+    fn attention_kv(
+        &self,
+        q: &CpuBuffer,
+        k_cache: &CpuKv,
+        v_cache: &CpuKv,
+        out: &CpuBuffer,
+        shape: AttnShape,
+    ) -> Result<()> {
+        check::attention(q, k_cache, v_cache, out, shape)?;
+        no_alias("attention", out, &[q])?;
+        let (q, mut out) = (q.get(), out.get_mut());
+        match (&*k_cache.get(), &*v_cache.get()) {
+            (KvStore::F32(k), KvStore::F32(v)) => attention::attention(&q, k, v, &mut out, shape),
+            (KvStore::F16(k), KvStore::F16(v)) => attention::attention::<half::f16>(
+                &q,
+                k.reinterpret_cast(),
+                v.reinterpret_cast(),
+                &mut out,
+                shape,
+            ),
+            _ => {
+                return Err(shape_err(
+                    "attention",
+                    "the K and V caches are in different formats",
+                ))
+            }
+        }
         Ok(())
     }
 

@@ -6,7 +6,7 @@ use super::kernels;
 use super::kernels::elementwise;
 use super::kernels::rows::Rows;
 use crate::backend::{
-    check, need_len, AttnShape, Backend, DeltaShape, MatmulKernel, RopeShape, Selection,
+    check, need_len, AttnShape, Backend, DeltaShape, KvFormat, MatmulKernel, RopeShape, Selection,
 };
 use crate::error::{shape_err, Result};
 use crate::quant::Q4Matrix;
@@ -25,6 +25,7 @@ fn no_alias(op: &'static str, out: &GpuBuffer, inputs: &[&GpuBuffer]) -> Result<
 impl Backend for GpuContext {
     type Buffer = GpuBuffer;
     type Q4 = GpuQ4;
+    type Kv = GpuBuffer;
 
     fn describe(&self) -> String {
         self.adapter_description()
@@ -166,6 +167,38 @@ impl Backend for GpuContext {
         check::attention(q, k_cache, v_cache, out, shape)?;
         no_alias("attention", out, &[q, k_cache, v_cache])?;
         kernels::attention::dispatch(self, &q.buf, &k_cache.buf, &v_cache.buf, &out.buf, shape)
+    }
+
+    fn alloc_kv(&self, label: &str, len: usize, format: KvFormat) -> Result<GpuBuffer> {
+        if format != KvFormat::F32 {
+            return Err(shape_err(
+                "alloc_kv",
+                format!("{label}: the GPU's KV cache is f32, not {format:?}"),
+            ));
+        }
+        self.alloc(label, len)
+    }
+
+    fn write_kv(
+        &self,
+        src: &GpuBuffer,
+        src_offset: usize,
+        dst: &GpuBuffer,
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        self.copy(src, src_offset, dst, dst_offset, len)
+    }
+
+    fn attention_kv(
+        &self,
+        q: &GpuBuffer,
+        k_cache: &GpuBuffer,
+        v_cache: &GpuBuffer,
+        out: &GpuBuffer,
+        shape: AttnShape,
+    ) -> Result<()> {
+        self.attention(q, k_cache, v_cache, out, shape)
     }
 
     fn silu_mul(&self, gate: &GpuBuffer, up: &GpuBuffer, out: &GpuBuffer, n: usize) -> Result<()> {

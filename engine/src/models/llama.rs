@@ -403,7 +403,7 @@ impl<B: Backend> Llama<B> {
                 attn: Attention::new(b, &cfg, src, &p, fmt)?,
                 post_attention_layernorm: norm("post_attention_layernorm")?,
                 mlp: Mlp::new(b, src, &p, h, cfg.intermediate_size, fmt)?,
-                cache: KvCache::new(b, opts.ctx, kv, hd)?,
+                cache: KvCache::new(b, opts, kv, hd)?,
             });
         }
         let head = OutputHead::new(b, src, lm_head, (v, h), cfg.rms_norm_eps as f32, 0.0)?;

@@ -3,7 +3,7 @@
 //! implements [`Architecture`] — its own layers and the forward of one chunk — and nothing
 //! else.
 
-use crate::backend::{AttnShape, Backend};
+use crate::backend::{AttnShape, Backend, KvFormat};
 use crate::error::{EngineError, Result};
 
 use super::layers::{OutputHead, WeightFormat};
@@ -17,6 +17,9 @@ pub struct LoadOptions {
     pub ctx: usize,
     /// Largest prefill chunk in tokens (activations are sized for it).
     pub chunk: usize,
+    /// KV-cache storage; `None`: the backend's own ([`Backend::kv_format`]: f16 on CPUs that
+    /// convert halves in hardware, as llama.cpp's default cache; f32 elsewhere).
+    pub kv: Option<KvFormat>,
 }
 
 impl Default for LoadOptions {
@@ -25,6 +28,7 @@ impl Default for LoadOptions {
             format: WeightFormat::F32,
             ctx: 2048,
             chunk: 64,
+            kv: None,
         }
     }
 }
@@ -57,22 +61,24 @@ pub trait Architecture<B: Backend> {
     }
 }
 
-/// One attention layer's keys and values, `[ctx][kv_heads][head_dim]` each.
+/// One attention layer's keys and values, `[ctx][kv_heads][head_dim]` each, in the backend's
+/// cache format (f16 on the CPU where it converts in hardware).
 pub struct KvCache<B: Backend> {
-    k: B::Buffer,
-    v: B::Buffer,
+    k: B::Kv,
+    v: B::Kv,
     ctx: usize,
     kv_heads: usize,
     head_dim: usize,
 }
 
 impl<B: Backend> KvCache<B> {
-    /// Allocates a cache of `ctx` positions.
-    pub fn new(b: &B, ctx: usize, kv_heads: usize, head_dim: usize) -> Result<Self> {
+    /// Allocates a cache of `opts.ctx` positions in `opts.kv`'s format.
+    pub fn new(b: &B, opts: LoadOptions, kv_heads: usize, head_dim: usize) -> Result<Self> {
+        let (ctx, format) = (opts.ctx, opts.kv.unwrap_or(b.kv_format()));
         let len = ctx * kv_heads * head_dim;
         Ok(KvCache {
-            k: b.alloc("k_cache", len)?,
-            v: b.alloc("v_cache", len)?,
+            k: b.alloc_kv("k_cache", len, format)?,
+            v: b.alloc_kv("v_cache", len, format)?,
             ctx,
             kv_heads,
             head_dim,
@@ -92,8 +98,8 @@ impl<B: Backend> KvCache<B> {
     ) -> Result<()> {
         let [q, k, v] = qkv;
         let (kv, hd) = (self.kv_heads, self.head_dim);
-        b.copy(k, 0, &self.k, pos0 * kv * hd, t * kv * hd)?;
-        b.copy(v, 0, &self.v, pos0 * kv * hd, t * kv * hd)?;
+        b.write_kv(k, 0, &self.k, pos0 * kv * hd, t * kv * hd)?;
+        b.write_kv(v, 0, &self.v, pos0 * kv * hd, t * kv * hd)?;
         let shape = AttnShape {
             causal: true,
             tokens: t,
@@ -104,14 +110,15 @@ impl<B: Backend> KvCache<B> {
             ctx: self.ctx,
             scale: 1.0 / (hd as f32).sqrt(),
         };
-        b.attention(q, &self.k, &self.v, out, shape)
+        b.attention_kv(q, &self.k, &self.v, out, shape)
     }
 
     /// Fills the first `pos` positions with pseudo-random values (for timing only).
     fn fill_for_benchmark(&self, b: &B, pos: usize) -> Result<()> {
-        let fill = bench_fill(pos * self.kv_heads * self.head_dim);
-        b.write(&self.k, &fill)?;
-        b.write(&self.v, &fill)
+        let n = pos * self.kv_heads * self.head_dim;
+        let fill = b.upload("kv_fill", &bench_fill(n))?;
+        b.write_kv(&fill, 0, &self.k, 0, n)?;
+        b.write_kv(&fill, 0, &self.v, 0, n)
     }
 }
 

@@ -188,6 +188,7 @@ fn bench_arch_on<B: Backend>(
             format: WeightFormat::Q4,
             ctx: max_ctx,
             chunk: 1,
+            kv: None,
         };
         let mut m = Decoder::load(b, cfg.clone(), &src, opts)
             .with_context(|| format!("loading the {label} model"))?;

@@ -104,7 +104,7 @@ pub fn load<B: Backend>(b: &B, m: &ModelArgs, chunk: usize) -> Result<(Decoder<B
         WeightsArg::F32 => WeightFormat::F32,
         WeightsArg::Q4 => WeightFormat::Q4,
     });
-    loader::load(b, &m.model, format, m.ctx, chunk)
+    loader::load(b, &m.model, format, m.ctx, chunk, None)
         .with_context(|| format!("loading {}", m.model.display()))
 }
 

@@ -44,6 +44,17 @@ impl Isa {
         *BEST.get_or_init(|| *Isa::available().last().unwrap_or(&Isa::Scalar))
     }
 
+    /// True where AVX2 is the best and the CPU converts half floats in hardware (F16C, on
+    /// every AVX2 CPU made): the CPU's KV cache is then f16.
+    pub fn f16c() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            Isa::best() == Isa::Avx2 && std::arch::is_x86_feature_detected!("f16c")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
     /// Every implementation that can run here, slowest first (tests run them all).
     pub fn available() -> Vec<Isa> {
         #[allow(unused_mut)]

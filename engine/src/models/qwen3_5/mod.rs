@@ -183,7 +183,7 @@ impl<B: Backend> GatedAttention<B> {
             o_proj: lin("o_proj", h, nh * hd)?,
             q_norm: vector(b, src, &format!("{sa}.q_norm.weight"), hd)?,
             k_norm: vector(b, src, &format!("{sa}.k_norm.weight"), hd)?,
-            cache: KvCache::new(b, opts.ctx, kv, hd)?,
+            cache: KvCache::new(b, *opts, kv, hd)?,
         })
     }
 }
