@@ -29,10 +29,13 @@ if [ -n "${LLAMA_CPP_PYTHON:-}" ]; then
   ./target/release/lorekeeper bench --model "$model" --llama-cpp "$LLAMA_CPP_PYTHON"
 fi
 
-# 2. The web app, with the bundle where public/bundles/index.json says it is.
+# 2. The web app, with the bundle where public/bundles/index.json says it is, and its threaded
+#    engine worker (nightly; the page runs it when the server below sends COOP/COEP).
 trunk build --release
+bash scripts/build-threads.sh dist
 rm -rf dist/bundles/alice-smollm2
 cp -r "$bundle" dist/bundles/alice-smollm2
 
-# 3. Serve it (Ctrl-C stops). Open the URL in any current browser (no GPU needed).
-exec python3 tests/web-app/serve.py dist --port "${PORT:-8080}"
+# 3. Serve it with cross-origin isolation (COOP/COEP: wasm threads), Ctrl-C stops. Open the URL
+#    in any current browser (no GPU needed).
+exec python3 tests/web-app/serve.py dist --port "${PORT:-8080}" --isolate

@@ -55,5 +55,15 @@ browser_tests() {
 phase "wasm-bindgen-cli, Trunk (waits for a background install)" bash scripts/setup.sh --tools
 phase "browser build (wasm32)" bash -c 'cd tests && cargo test --target wasm32-unknown-unknown --test web --no-run'
 phase "browser tests (headless Chromium)" browser_tests
+# The CPU path on wasm threads (the page's threaded build): nightly, std rebuilt with atomics.
+threads_tests() {
+  (source scripts/threads-env.sh && cd tests && cargo test --target wasm32-unknown-unknown \
+    -Z build-std=std,panic_abort --test web_threads "$@")
+}
+phase "browser build, wasm threads (nightly)" threads_tests --no-run
+threads_browser_tests() {
+  threads_tests -- --nocapture 2>&1 | python3 scripts/time-lines.py target/browser-threads-tests.tsv
+}
+phase "browser tests, wasm threads" threads_browser_tests
 
 phase "web app (Trunk build, headless Chromium)" bash tests/web-app/run.sh

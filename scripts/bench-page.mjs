@@ -59,8 +59,9 @@ async function wllama(threads) {
   });
 }
 
-async function loadBundle(page) {
-  await page.goto(url);
+async function loadBundle(page, threads) {
+  // The page's threads: all (its default) or one (`?threads=1`).
+  await page.goto(threads === 1 ? new URL('?threads=1', url).href : url);
   await page.waitForSelector('#bundle', { timeout: 60_000 });
   await page.selectOption('#bundle', id);
   const t0 = Date.now();
@@ -71,7 +72,7 @@ async function loadBundle(page) {
   return { load_s: (Date.now() - t0) / 1e3, runs_on: await page.textContent('#runs-on') };
 }
 
-async function lorekeeper(promptTokens) {
+async function lorekeeper(promptTokens, threads) {
   return withPage(async (page) => {
     let resolve;
     const result = new Promise((res) => { resolve = res; });
@@ -80,8 +81,8 @@ async function lorekeeper(promptTokens) {
       if (t.startsWith('lorekeeper-bench ')) resolve(JSON.parse(t.slice('lorekeeper-bench '.length)));
       else if (m.type() === 'error') console.error(`[console.error] ${t}`);
     });
-    const { runs_on } = await loadBundle(page);
-    const worker = page.workers().find((w) => w.url().includes('worker'));
+    const { runs_on } = await loadBundle(page, threads);
+    const worker = page.workers().find((w) => w.url().includes('worker-boot'));
     if (!worker) throw new Error('no engine worker in the page');
     await worker.evaluate((msg) => self.dispatchEvent(new MessageEvent('message', { data: msg })),
       JSON.stringify({ type: 'bench_decode', prompt_tokens: promptTokens, gen_tokens: GEN, runs: RUNS }));
@@ -93,7 +94,7 @@ async function lorekeeper(promptTokens) {
 
 async function demoQuestion() {
   return withPage(async (page) => {
-    const { load_s, runs_on } = await loadBundle(page);
+    const { load_s, runs_on } = await loadBundle(page, 0);
     await page.fill('#question', question);
     const t0 = Date.now();
     await page.click('#ask');
@@ -123,7 +124,7 @@ const out = { lorekeeper: {}, wllama: {}, ratio: {} };
 for (const [mode, threads] of [['threads', 0], ['single', 1]]) {
   const w = await wllama(threads);
   out.wllama[mode] = w;
-  out.lorekeeper[mode] = await lorekeeper(w.prompt_tokens);
+  out.lorekeeper[mode] = await lorekeeper(w.prompt_tokens, threads);
   out.ratio[mode] = {
     prefill: out.lorekeeper[mode].prefill_tok_s / w.prefill_tok_s,
     decode: out.lorekeeper[mode].decode_tok_s / w.decode_tok_s,

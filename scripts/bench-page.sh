@@ -31,6 +31,8 @@ if [ ! -f "$bundle/manifest.json" ]; then
 fi
 
 trunk build --release --dist "$work/site" > "$work/trunk.log" 2>&1 || { tail -20 "$work/trunk.log" >&2; exit 1; }
+# The threaded engine worker beside it (the page runs it: the server sends COOP/COEP).
+bash scripts/build-threads.sh "$work/site" > "$work/threads.log" 2>&1 || { tail -20 "$work/threads.log" >&2; exit 1; }
 mkdir -p "$work/site/bundles" "$work/site/wllama"
 cp -r "$bundle" "$work/site/bundles/demo"
 echo '{"bundles": [{"id": "demo", "title": "demo bundle", "path": "bundles/demo/", "description": "scripts/bench-page.sh"}]}' \

@@ -60,6 +60,9 @@ for c in rustfmt clippy; do
   rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c"
 done
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+# The page's threaded build rebuilds std with atomics on nightly (scripts/threads-env.sh).
+rustup component list --toolchain nightly --installed 2>/dev/null | grep -q "^rust-src" \
+  || rustup component add rust-src --toolchain nightly
 
 # 3. npm tools pinned in package-lock.json: binaryen 132 (wasm-opt for Trunk; Debian's 108
 #    produces wasm that fails in the browser), playwright-core (drives Debian's Chromium) and

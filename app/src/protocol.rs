@@ -139,6 +139,17 @@ impl BackendChoice {
     }
 }
 
+/// The CPU threads the page's address asks for (`?threads=N`, N ≥ 1; the page passes it on in
+/// the engine worker's address); `None`: the default.
+pub fn threads_from_query(search: &str) -> Option<usize> {
+    search
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("threads="))
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|&n| n >= 1)
+}
+
 /// Page → worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -352,6 +363,15 @@ mod tests {
             }
         ));
         assert!(decode::<ToWorker>("{\"type\":\"dance\"}").is_err());
+    }
+
+    #[test]
+    fn threads_from_the_address() {
+        assert_eq!(threads_from_query(""), None);
+        assert_eq!(threads_from_query("?threads=1"), Some(1));
+        assert_eq!(threads_from_query("?backend=cpu&threads=4"), Some(4));
+        assert_eq!(threads_from_query("?threads=0"), None);
+        assert_eq!(threads_from_query("?threads=two"), None);
     }
 
     #[test]

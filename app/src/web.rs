@@ -33,7 +33,7 @@ pub fn now_ms() -> f64 {
     lorekeeper_engine::generate::now_ms()
 }
 
-fn get(o: &JsValue, k: &str) -> Option<JsValue> {
+pub(crate) fn get(o: &JsValue, k: &str) -> Option<JsValue> {
     Reflect::get(o, &JsValue::from_str(k))
         .ok()
         .filter(|v| !v.is_undefined() && !v.is_null())

@@ -19,8 +19,8 @@ use web_sys::{MessageEvent, Worker, WorkerOptions, WorkerType};
 
 use crate::format::RateMeter;
 use crate::protocol::{
-    decode, encode, parse_catalog, BackendChoice, Catalog, CatalogEntry, FailKind, FromWorker,
-    Settings, ToWorker,
+    decode, encode, parse_catalog, threads_from_query, BackendChoice, Catalog, CatalogEntry,
+    FailKind, FromWorker, Settings, ToWorker,
 };
 use crate::web;
 
@@ -228,7 +228,13 @@ impl AppState {
         let opts = WorkerOptions::new();
         opts.set_type(WorkerType::Classic);
         opts.set_name("lorekeeper-engine");
-        let worker = Worker::new_with_options("./worker-boot.js", &opts);
+        // `?threads=N` in the page's address reaches the worker in its own.
+        let search = web_sys::window().and_then(|w| w.location().search().ok());
+        let script = match search.as_deref().and_then(threads_from_query) {
+            Some(n) => format!("./worker-boot.js?threads={n}"),
+            None => "./worker-boot.js".to_string(),
+        };
+        let worker = Worker::new_with_options(&script, &opts);
         self.engine.update_value(|h| {
             if let Some(w) = h.worker.take() {
                 w.terminate();

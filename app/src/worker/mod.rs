@@ -14,6 +14,7 @@
 //!    the bundle from the cache.
 
 mod download;
+mod threads;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -141,6 +142,8 @@ pub fn start() {
     });
     scope.set_onmessage(Some(on.as_ref().unchecked_ref()));
     on.forget();
+    // The CPU pool's workers come up while the page asks for a bundle.
+    threads::start_pool();
     post(&FromWorker::Alive);
 }
 
@@ -368,8 +371,12 @@ async fn load(busy: Busy, entry: CatalogEntry, backend: BackendChoice) {
                 Engine::Gpu(_, s) => describe(s),
                 Engine::Cpu(s) => describe(s),
             };
+            let adapter = match (&d.engine, threads::single_thread_reason()) {
+                (Engine::Cpu(_), Some(why)) => format!("{}; one thread: {why}", d.backend),
+                _ => d.backend,
+            };
             post(&FromWorker::Loaded {
-                adapter: d.backend,
+                adapter,
                 model,
                 passages,
                 embedder,

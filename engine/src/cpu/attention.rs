@@ -316,5 +316,5 @@ fn blocked(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
         (0..s.heads * blocks).into_par_iter().for_each(task);
     }
     #[cfg(target_arch = "wasm32")]
-    (0..s.heads * blocks).for_each(task);
+    super::pool::for_ranges(s.heads * blocks, 1, |i0, i1| (i0..i1).for_each(&task));
 }

@@ -91,5 +91,15 @@ pub fn gelu(x: &[f32], out: &mut [f32]) {
             .for_each(|(o, x)| run(x, o));
     }
     #[cfg(target_arch = "wasm32")]
-    run(x, out);
+    {
+        const BLOCK: usize = 16 * 1024;
+        let n = out.len().min(x.len());
+        let base = super::math::OutPtr(out.as_mut_ptr());
+        super::pool::for_ranges(n, BLOCK, |i0, i1| {
+            let p = base;
+            // SAFETY: each call owns out[i0..i1] (i1 <= n <= out.len()); ranges are disjoint.
+            let o = unsafe { std::slice::from_raw_parts_mut(p.0.add(i0), i1 - i0) };
+            run(&x[i0..i1], o)
+        });
+    }
 }

@@ -204,13 +204,16 @@ pub(crate) fn par_gemm(
             .into_par_iter()
             .for_each(|c| run(c * chunk, ((c + 1) * chunk).min(rows)));
     }
+    // In wasm: the pool's threads (one without wasm threads), blocks of 16 columns.
     #[cfg(target_arch = "wasm32")]
-    run(0, rows);
+    super::pool::for_ranges(rows.div_ceil(16), 1, |b0, b1| {
+        run(b0 * 16, (b1 * 16).min(rows))
+    });
 }
 
 /// Computes `out[m][rows]` (row-major, `m` activation rows) by weight-row blocks: `f(r0, r1, part)`
 /// fills `part[(r - r0) * m + mi]` for rows `r0..r1`. Natively the blocks run on rayon's thread
-/// pool; in wasm (single-threaded) there is one block.
+/// pool; in wasm on the pool's threads (one without wasm threads).
 pub(crate) fn par_rows<F>(rows: usize, m: usize, out: &mut [f32], f: F)
 where
     F: Fn(usize, usize, &mut [f32]) + Sync + Send,
@@ -229,7 +232,17 @@ where
             });
     }
     #[cfg(target_arch = "wasm32")]
-    f(0, rows, &mut parts);
+    {
+        let m = m.max(1);
+        let base = OutPtr(parts.as_mut_ptr());
+        super::pool::for_ranges(rows, 16, |r0, r1| {
+            let p = base;
+            // SAFETY: rows r0..r1 own parts[r0·m..r1·m], inside `parts` ([rows][m]); ranges
+            // of different calls are disjoint.
+            let part = unsafe { std::slice::from_raw_parts_mut(p.0.add(r0 * m), (r1 - r0) * m) };
+            f(r0, r1, part)
+        });
+    }
     for r in 0..rows {
         for mi in 0..m {
             out[mi * rows + r] = parts[r * m + mi];

@@ -8,29 +8,33 @@
 //! The prefill GEMM and other large ops keep using rayon (one call each, long enough to amortize
 //! its hand-over); [`set_threads`] sizes both.
 //!
-//! In wasm: one thread.
+//! In wasm with threads (the page's nightly build with `+atomics` and shared memory, when it is
+//! cross-origin isolated) the same pool runs on Web Workers: the engine's worker calls
+//! [`install_wasm_pool`], then starts one worker per pool thread that instantiates the module on
+//! the shared memory and enters [`pool_worker_entry`]. Parking is the same `Condvar`, an atomic
+//! wait in wasm. The stable wasm build runs one thread.
 
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
 use std::sync::{Condvar, Mutex, OnceLock};
 
 /// Idle spin rounds before a worker sleeps (about a millisecond: longer than the gap between
 /// two ops of a decode step, shorter than a reader's pause).
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
 const SPIN: u32 = 1 << 16;
 
 /// Spin rounds between two `yield_now` calls while waiting (cheap when nothing else is
 /// runnable; with more runnable threads than cores it hands the core over).
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
 const YIELD_EVERY: u32 = 256;
 
 /// [`Pool::state`]: no worker may join the job any more.
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
 const CLOSED: u64 = 1 << 31;
 
 /// [`Pool::state`]: the workers in the job.
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
 const ACTIVE: u64 = CLOSED - 1;
 
 /// Threads the CPU kernels run on (the caller included).
@@ -39,7 +43,11 @@ pub fn threads() -> usize {
     {
         pool().workers + 1
     }
-    #[cfg(target_arch = "wasm32")]
+    #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+    {
+        POOL.get().map_or(1, |p| p.workers + 1)
+    }
+    #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
     {
         1
     }
@@ -125,13 +133,42 @@ where
     }
     #[cfg(not(target_arch = "wasm32"))]
     pool().run(n, n.div_ceil(tasks), &f);
-    #[cfg(target_arch = "wasm32")]
+    #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+    match POOL.get() {
+        Some(p) => p.run(n, n.div_ceil(tasks), &f),
+        None => f(0, n),
+    }
+    #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
     f(0, n);
+}
+
+/// The pool: started on first use natively, installed by the page in wasm.
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
+static POOL: OnceLock<&'static Pool> = OnceLock::new();
+
+/// Sets up a pool of `workers` threads besides the caller (once; later calls keep the first)
+/// and returns the threads in use. The workers join as they enter [`pool_worker_entry`];
+/// jobs submitted before they do simply run on fewer threads.
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+pub fn install_wasm_pool(workers: usize) -> usize {
+    POOL.get_or_init(|| Box::leak(Box::new(Pool::new(workers))))
+        .workers
+        + 1
+}
+
+/// A pool thread's life, called by a Web Worker that instantiated this module on the engine
+/// worker's shared memory: waits for jobs and never returns. Without an installed pool it
+/// returns at once.
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn pool_worker_entry() {
+    if let Some(p) = POOL.get() {
+        p.work();
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 fn pool() -> &'static Pool {
-    static POOL: OnceLock<&'static Pool> = OnceLock::new();
     POOL.get_or_init(|| {
         let n = match REQUESTED.load(SeqCst) {
             0 => physical_cores(),
@@ -143,7 +180,7 @@ fn pool() -> &'static Pool {
 
 /// The job being run: a type-erased `&dyn Fn` (valid until every worker checked out) and its
 /// split.
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
 #[derive(Clone, Copy)]
 struct Job {
     f: *const (dyn Fn(usize, usize) + Sync),
@@ -151,7 +188,7 @@ struct Job {
     chunk: usize,
 }
 
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
 struct Pool {
     workers: usize,
     /// One job at a time; a caller that finds the pool busy (another thread's job) runs inline.
@@ -176,11 +213,12 @@ struct Pool {
 
 // SAFETY: `Job::f` points to a `Sync` closure that the submitting thread keeps alive until every
 // worker has checked out of the job (see `Pool::run`).
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
 unsafe impl Send for Job {}
 
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
 impl Pool {
+    #[cfg(not(target_arch = "wasm32"))]
     fn start(workers: usize) -> &'static Pool {
         let pool: &'static Pool = Box::leak(Box::new(Pool::new(workers)));
         for i in 0..workers {

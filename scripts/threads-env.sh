@@ -1,0 +1,12 @@
+# Sourced by the builds of wasm with threads (scripts/build-threads.sh, the threaded browser
+# tests in test.sh): nightly Rust, std rebuilt with atomics (`-Z build-std`, set by the caller),
+# shared memory, in its own target folder so the stable build's fingerprints stay valid.
+export RUSTUP_TOOLCHAIN=nightly
+export CARGO_TARGET_DIR="$PWD/target/threads"
+# RUSTFLAGS replaces .cargo/config.toml's wasm flags, so simd128 is repeated. rustc no longer
+# adds the shared-memory link arguments for +atomics; wasm-bindgen needs the memory imported
+# and the TLS symbols exported. Shared memory must declare a maximum: 4 GiB (wasm32's limit).
+export RUSTFLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128 \
+-C link-arg=--shared-memory -C link-arg=--import-memory -C link-arg=--max-memory=4294967296 \
+-C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size \
+-C link-arg=--export=__tls_align -C link-arg=--export=__tls_base"
