@@ -1,5 +1,5 @@
-//! The operations a model needs, implemented twice: by [`crate::cpu::CpuBackend`] (SIMD
-//! and threads) and by [`crate::gpu::GpuContext`] (the WGSL kernels). This file is the bottom
+//! The operations a model needs, implemented twice: by the CPU backend (`cpu::CpuBackend`, SIMD
+//! and threads) and by the GPU's (`gpu::GpuContext`, the WGSL kernels). This file is the bottom
 //! layer of the engine: it imports nothing from either backend.
 //! Tests run one body against both and compare with an f64 oracle.
 //!
@@ -141,7 +141,7 @@ pub trait Backend {
     /// An LQ4 matrix on the device.
     fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<Self::Q4>;
     /// Whether a 4-bit matmul of `m` activation rows first rounds the activations to 8-bit
-    /// blocks (the CPU's integer dot products, [`crate::cpu::q8`]); `false`: f32 activations.
+    /// blocks (the CPU's integer dot products, `cpu::q8`); `false`: f32 activations.
     /// Tests choose their oracle by it.
     fn q4_rounds_activations(&self, m: usize) -> bool {
         let _ = m;
@@ -304,7 +304,7 @@ pub trait Backend {
     /// The gated delta rule over `shape.tokens` steps from `state` (updated) into
     /// `out[tokens][v_heads*v_dim]`; `a, b[tokens][v_heads]` are the raw `in_proj_a`/`in_proj_b`
     /// outputs, `a_log, dt_bias[v_heads]` the layer's parameters (see
-    /// [`crate::gpu::kernels::delta_rule`]).
+    /// `gpu::kernels::delta_rule`).
     #[allow(clippy::too_many_arguments)]
     fn gated_delta_rule(
         &self,

@@ -1,7 +1,7 @@
 //! The WGSL kernels, one `.wgsl` file per op beside the Rust that dispatches it. Each module
 //! holds the kernel's [`Shader`], its uniform parameters and its
 //! dispatch on [`GpuContext`]; the CPU's code for the same ops
-//! lives in [`crate::cpu`], and the tests crate checks both against f64 oracles.
+//! lives in the `cpu` module, and the tests crate checks both against f64 oracles.
 
 pub mod attention;
 pub mod conv1d;
