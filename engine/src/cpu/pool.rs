@@ -10,8 +10,8 @@
 //!
 //! In wasm with threads (the page's nightly build with `+atomics` and shared memory, when it is
 //! cross-origin isolated) the same pool runs on Web Workers: the engine's worker calls
-//! [`install_wasm_pool`], then starts one worker per pool thread that instantiates the module on
-//! the shared memory and enters [`pool_worker_entry`]. Parking is the same `Condvar`, an atomic
+//! `install_wasm_pool`, then starts one worker per pool thread that instantiates the module on
+//! the shared memory and enters `pool_worker_entry`. Parking is the same `Condvar`, an atomic
 //! wait in wasm. The stable wasm build runs one thread.
 
 #[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
@@ -147,7 +147,7 @@ where
 static POOL: OnceLock<&'static Pool> = OnceLock::new();
 
 /// Sets up a pool of `workers` threads besides the caller (once; later calls keep the first)
-/// and returns the threads in use. The workers join as they enter [`pool_worker_entry`];
+/// and returns the threads in use. The workers join as they enter `pool_worker_entry`;
 /// jobs submitted before they do simply run on fewer threads.
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub fn install_wasm_pool(workers: usize) -> usize {
