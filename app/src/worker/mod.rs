@@ -21,6 +21,7 @@ use std::rc::Rc;
 
 use lorekeeper_engine::answer::session::Session;
 use lorekeeper_engine::answer::AskConfig;
+use lorekeeper_engine::embed::Embedder;
 use lorekeeper_engine::generate::{bench_decode, bench_prompt};
 use lorekeeper_engine::retrieval::Sources;
 use lorekeeper_engine::{Backend, CpuBackend, EngineError, GpuContext};
@@ -323,7 +324,7 @@ async fn run_bench<B: Backend>(
 ) -> Result<FromWorker, EngineError> {
     let repeat = repeat.max(1);
     let cpu = CpuBackend;
-    let cpu_embedder = sess.index.embedder(&cpu)?;
+    let cpu_embedder = Embedder::from_index(&sess.index, &cpu)?;
     let (mut embed_gpu_ms, mut embed_cpu_ms, mut search_ms) = (vec![], vec![], vec![]);
     let mut top_ids = Vec::with_capacity(queries.len());
     for q in queries {

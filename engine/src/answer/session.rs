@@ -96,7 +96,7 @@ impl<B: Backend> Session<B> {
         } else {
             None
         };
-        let embedder = index.embedder(b)?;
+        let embedder = Embedder::from_index(&index, b)?;
         Ok(Session {
             model,
             tok,

@@ -273,7 +273,7 @@ pub struct CorpusFile {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EmbedderEntry {
     /// Prefixes, token limit, width.
-    pub spec: crate::embed::EmbedderSpec,
+    pub spec: super::encoder::EmbedderSpec,
     /// The encoder's Hugging Face config.
     pub config: serde_json::Value,
     /// Shard holding `tokenizer.json` (empty for an E5S1 embedder, which carries its own).
@@ -556,7 +556,7 @@ impl ShardedTensors {
     }
 
     /// A whole shard (the tokenizer).
-    fn file(&self, name: &str) -> Result<&[u8]> {
+    pub fn file(&self, name: &str) -> Result<&[u8]> {
         self.shards
             .get(name)
             .map(Vec::as_slice)
@@ -756,30 +756,13 @@ impl IndexBundle {
         Self::new(&dir.display().to_string(), manifest, files)
     }
 
-    /// Loads the query embedder onto `b` (`None` for an index without dense vectors).
-    pub fn embedder<B: crate::Backend>(&self, b: &B) -> Result<Option<crate::embed::Embedder<B>>> {
-        let (Some(entry), Some(weights)) = (&self.part.embedder, &self.embedder) else {
-            return Ok(None);
-        };
-        if let Some(f) = &entry.e5s1 {
-            return crate::embed::Embedder::from_e5s1(
-                b,
-                &format!("{}/{f}", self.source),
-                weights.file(f)?.to_vec(),
-            )
-            .map(Some);
+    /// The query embedder's entry and its weights (`None` for an index without dense
+    /// vectors); `Embedder::from_index` loads them.
+    pub fn embedder_parts(&self) -> Option<(&EmbedderEntry, &ShardedTensors)> {
+        match (&self.part.embedder, &self.embedder) {
+            (Some(entry), Some(weights)) => Some((entry, weights)),
+            _ => None,
         }
-        let src = format!("{}/{MANIFEST_FILE}", self.source);
-        let cfg = crate::models::bert::BertConfig::from_json(&src, &entry.config.to_string())?;
-        crate::embed::Embedder::new(
-            b,
-            &format!("{}/{}", self.source, entry.tokenizer),
-            cfg,
-            weights.file(&entry.tokenizer)?,
-            weights,
-            entry.spec.clone(),
-        )
-        .map(Some)
     }
 }
 

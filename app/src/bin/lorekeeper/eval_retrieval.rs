@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+use lorekeeper_engine::embed::Embedder;
 use lorekeeper_engine::retrieval::{evaluate, parse_questions, Sources};
 use lorekeeper_engine::Backend;
 
@@ -41,7 +42,7 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     if qs.is_empty() {
         bail!("{}: no question with gold passages", questions.display());
     }
-    let emb = ix.embedder(b)?;
+    let emb = Embedder::from_index(&ix, b)?;
     let mut embed_ms = Vec::new();
     let vecs = match &emb {
         Some(e) => {

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
+use lorekeeper_engine::embed::Embedder;
 use lorekeeper_engine::retrieval::Sources;
 use lorekeeper_engine::Backend;
 
@@ -42,7 +43,7 @@ pub fn run(args: Args) -> Result<()> {
 fn search_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     let (query, k) = (a.query.as_str(), a.k);
     let ix = open_index(&a.bundle)?;
-    let emb = ix.embedder(b)?;
+    let emb = Embedder::from_index(&ix, b)?;
     let t0 = std::time::Instant::now();
     let qv = match &emb {
         Some(e) => Some(pollster::block_on(e.embed_query(b, query))?),
