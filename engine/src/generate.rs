@@ -24,6 +24,12 @@ pub struct SamplingParams {
     pub repetition_penalty: f32,
     /// RNG seed.
     pub seed: u64,
+    /// Repetition guard: a sampled token may not complete a run of this many generated tokens
+    /// that the output already holds (Hugging Face's `no_repeat_ngram_size`, over the output
+    /// only, so quoting the prompt is never blocked); 0 = off. When every token the grammar
+    /// allows is blocked, the guard gives way.
+    #[serde(default)]
+    pub no_repeat_ngram: usize,
 }
 
 impl Default for SamplingParams {
@@ -34,6 +40,7 @@ impl Default for SamplingParams {
             top_p: 1.0,
             repetition_penalty: 1.0,
             seed: 0,
+            no_repeat_ngram: 0,
         }
     }
 }
@@ -55,6 +62,12 @@ impl SamplingParams {
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
             return bad(format!("top_p {} must be in (0, 1]", self.top_p));
+        }
+        if self.no_repeat_ngram == 1 || self.no_repeat_ngram > 64 {
+            return bad(format!(
+                "no_repeat_ngram {} must be 0 (off) or in 2..=64",
+                self.no_repeat_ngram
+            ));
         }
         if !(self.repetition_penalty >= 1.0 && self.repetition_penalty.is_finite()) {
             return bad(format!(
@@ -112,6 +125,26 @@ pub fn apply_repetition_penalty(logits: &mut [f32], seen: &[u32], penalty: f32) 
     }
 }
 
+/// Tokens that would complete an `n`-token run already in `out` (the repetition guard):
+/// for each earlier place where the last `n - 1` tokens of `out` occur, the token that
+/// followed there. Empty when `n < 2` or `out` is shorter than `n - 1`.
+pub fn repeat_banned(out: &[u32], n: usize) -> Vec<u32> {
+    if n < 2 || out.len() < n - 1 {
+        return Vec::new();
+    }
+    let tail = &out[out.len() - (n - 1)..];
+    let mut banned = Vec::new();
+    for i in 0..out.len() - (n - 1) {
+        if &out[i..i + n - 1] == tail {
+            let next = out[i + n - 1];
+            if !banned.contains(&next) {
+                banned.push(next);
+            }
+        }
+    }
+    banned
+}
+
 /// Top-k and normaliser on the host (used with a repetition penalty).
 fn host_select(logits: &[f32], k: usize, temperature: f32) -> (Vec<(u32, f32)>, f64) {
     let sel = crate::cpu::select::select_reference(
@@ -131,6 +164,7 @@ pub async fn next_token<B: Backend>(
     b: &B,
     model: &Decoder<B>,
     history: &[u32],
+    generated: usize,
     p: &SamplingParams,
     rng: &mut Pcg32,
 ) -> Result<u32> {
@@ -140,11 +174,22 @@ pub async fn next_token<B: Backend>(
     } else {
         p.top_k.min(v)
     };
-    let (cands, z) = if p.repetition_penalty != 1.0 {
+    let banned = repeat_banned(
+        &history[history.len() - generated.min(history.len())..],
+        p.no_repeat_ngram,
+    );
+    let (cands, z) = if p.repetition_penalty != 1.0 || !banned.is_empty() {
         let mut logits = model.read_logits(b).await?;
         let row = logits.len() - v;
         let last = &mut logits[row..];
-        apply_repetition_penalty(last, history, p.repetition_penalty);
+        if p.repetition_penalty != 1.0 {
+            apply_repetition_penalty(last, history, p.repetition_penalty);
+        }
+        for &t in &banned {
+            if let Some(l) = last.get_mut(t as usize) {
+                *l = f32::NEG_INFINITY;
+            }
+        }
         host_select(last, k, p.temperature)
     } else {
         let (buf, rows) = model.logits();
@@ -209,6 +254,7 @@ async fn next_token_masked<B: Backend>(
     b: &B,
     model: &Decoder<B>,
     history: &[u32],
+    generated: usize,
     p: &SamplingParams,
     rng: &mut Pcg32,
     mask: &[u32],
@@ -232,6 +278,20 @@ async fn next_token_masked<B: Backend>(
         return Err(EngineError::Grammar(
             "the grammar allows no token of this model's vocabulary".into(),
         ));
+    }
+    // The repetition guard, unless it would leave nothing the grammar allows.
+    let banned = repeat_banned(
+        &history[history.len() - generated.min(history.len())..],
+        p.no_repeat_ngram,
+    );
+    let open = |t: &u32| last.get(*t as usize).is_some_and(|l| l.is_finite());
+    let allowed_left = last.iter().filter(|l| l.is_finite()).count();
+    if !banned.is_empty() && banned.iter().filter(|t| open(t)).count() < allowed_left {
+        for &t in &banned {
+            if let Some(l) = last.get_mut(t as usize) {
+                *l = f32::NEG_INFINITY;
+            }
+        }
     }
     let k = if p.temperature == 0.0 {
         1
@@ -366,7 +426,9 @@ pub async fn generate_with<B: Backend>(
         // it has finished), or a forced run (no readback).
         let mut sampled = true;
         let ids: Vec<u32> = match constraint.as_deref_mut() {
-            None => vec![next_token(b, model, &history, &opts.sampling, &mut rng).await?],
+            None => {
+                vec![next_token(b, model, &history, out.len(), &opts.sampling, &mut rng).await?]
+            }
             Some(c) => match c.step(opts.max_tokens - out.len())? {
                 Step::Stop => {
                     reason = StopReason::Eos;
@@ -381,8 +443,16 @@ pub async fn generate_with<B: Backend>(
                     return Err(EngineError::Grammar("an empty forced run".into()));
                 }
                 Step::Sample(mask) => {
-                    let id = next_token_masked(b, model, &history, &opts.sampling, &mut rng, &mask)
-                        .await?;
+                    let id = next_token_masked(
+                        b,
+                        model,
+                        &history,
+                        out.len(),
+                        &opts.sampling,
+                        &mut rng,
+                        &mask,
+                    )
+                    .await?;
                     vec![id]
                 }
             },
@@ -494,6 +564,27 @@ mod tests {
             "generate: the prompt has 8 tokens but the context holds 8"
         );
         assert!(check_prompt(7, 8).is_ok());
+    }
+
+    #[test]
+    fn the_repetition_guard_blocks_the_token_that_closes_a_repeat() {
+        // "a b c a b" with n = 3: "a b" was followed by "c", so "c" is blocked.
+        assert_eq!(repeat_banned(&[1, 2, 3, 1, 2], 3), vec![3]);
+        // Every earlier follower of the tail is blocked, once each.
+        assert_eq!(
+            repeat_banned(&[1, 2, 3, 1, 2, 4, 1, 2, 3, 1, 2], 3),
+            vec![3, 4]
+        );
+        assert!(repeat_banned(&[1, 2, 3, 4], 3).is_empty());
+        assert!(repeat_banned(&[1, 1], 0).is_empty());
+        assert!(repeat_banned(&[1], 3).is_empty());
+        // n = 2: no token may follow the last one as it did before.
+        assert_eq!(repeat_banned(&[5, 6, 5], 2), vec![6]);
+        let bad = SamplingParams {
+            no_repeat_ngram: 1,
+            ..Default::default()
+        };
+        assert!(bad.validate().is_err());
     }
 
     #[test]

@@ -124,7 +124,7 @@ pub async fn source_matches<B: Backend>(
         let mut rng = Pcg32::new(0);
         let mut seq = prompt.clone();
         for (step, &w) in want_greedy.iter().enumerate() {
-            let t = next_token(b, &model, &seq, &SamplingParams::default(), &mut rng)
+            let t = next_token(b, &model, &seq, step, &SamplingParams::default(), &mut rng)
                 .await
                 .map_err(e("sample"))?;
             if t != w {

@@ -16,13 +16,17 @@
 use std::path::PathBuf;
 
 use lorekeeper_engine::answer::evidence::{self, BriefLimits, Evidence};
-use lorekeeper_engine::answer::grammar::{build_grammar, Closers, GrammarVocab, TextCaps};
+use lorekeeper_engine::answer::grammar::{
+    answer_chars, answer_vocabulary, build_grammar, AnswerStyle, Closers, GrammarVocab, TextCaps,
+};
 use lorekeeper_engine::answer::modes::{
     parse_react, parse_refiner, react_grammar, refiner_grammar, ReactAction, REACT_CLOSERS,
     REFINER_CLOSERS,
 };
+use lorekeeper_engine::answer::prompt;
 use lorekeeper_engine::answer::recover::{parse_action, ParseOutcome};
-use lorekeeper_engine::answer::validate::{check, Caps};
+use lorekeeper_engine::answer::schema::{GroundedAction, NextAction};
+use lorekeeper_engine::answer::validate::{check, quote_in, Caps};
 use lorekeeper_engine::answer::{ask, AskConfig, Llm, Mode, Retriever};
 use lorekeeper_engine::format::gguf::Gguf;
 use lorekeeper_engine::format::weights::GgufSource;
@@ -65,6 +69,9 @@ fn qwen3_tokenizer() -> (Tokenizer, usize) {
         .expect("tokenizer");
     (tok, 151936)
 }
+
+/// The question the grammar walks answer (its kind sets the answer's length cap).
+const QUESTION: &str = "What was written on the jar Alice took down?";
 
 /// Passages as the brief shows them: English with the book's quote marks, Chinese with
 /// full-width quotes, and one that tries to give the model orders.
@@ -145,26 +152,82 @@ fn random_walk_closing(
     (tok.decode(&ids).expect("decode"), c.mask_ms.clone())
 }
 
+/// The final answer of a walk is built from the evidence's words and the function words only,
+/// within its length cap; an abstention says the abstention sentence.
+fn assert_grounded_answer(a: &GroundedAction, ev: &[Evidence], text: &TextCaps, what: &str) {
+    let (words, cjk) = answer_vocabulary(ev);
+    match a.next_action {
+        NextAction::AnswerDirectly => {
+            let t = &a.final_answer;
+            assert!(
+                !t.is_empty() && t.chars().count() <= answer_chars(QUESTION, usize::MAX),
+                "{what}: {t:?}"
+            );
+            // Extractive and evidence first (the defaults): a span of the passage the first
+            // fact cites first, and so is that fact's text.
+            if text.evidence_first && text.answer_style == AnswerStyle::Extractive {
+                let first = a.supported_facts[0].evidence_refs[0].evidence_id.clone();
+                let passage = &ev.iter().find(|e| e.id == first).expect("cited").text;
+                assert!(quote_in(t, passage), "{what}: {t:?} is not in {first}");
+                assert!(
+                    quote_in(&a.supported_facts[0].fact, passage),
+                    "{what}: fact {:?} is not in {first}",
+                    a.supported_facts[0].fact
+                );
+            }
+            for w in t.split(|c: char| !c.is_alphanumeric() || prompt::has_cjk(&c.to_string())) {
+                assert!(
+                    w.is_empty() || words.iter().any(|v| v == w),
+                    "{what}: {w:?} in {t:?}"
+                );
+            }
+            for c in t.chars().filter(|c| prompt::has_cjk(&c.to_string())) {
+                assert!(cjk.contains(&c), "{what}: {c:?} in {t:?}");
+            }
+        }
+        NextAction::Abstain => {
+            assert_eq!(a.final_answer, prompt::abstain_text(QUESTION), "{what}")
+        }
+        _ => {}
+    }
+}
+
 fn grammar_properties(name: &str, tok: &Tokenizer, n_vocab: usize) {
     let t0 = std::time::Instant::now();
     let vocab = GrammarVocab::new(tok, n_vocab).expect("vocabulary");
     let setup = t0.elapsed();
     let ev = passages();
     let caps = Caps::default();
-    let g = build_grammar(&ev, &caps, &TextCaps::default()).expect("grammar");
+    // The defaults (extractive, evidence first, abstention left to the pipeline), and the
+    // composed answer written action first with the model free to abstain.
+    let styles = [
+        TextCaps::default(),
+        TextCaps {
+            answer_style: AnswerStyle::Composed,
+            evidence_first: false,
+            model_abstains: true,
+            ..TextCaps::default()
+        },
+    ];
+    let grammars: Vec<String> = styles
+        .iter()
+        .map(|t| build_grammar(&ev, &caps, t, QUESTION).expect("grammar"))
+        .collect();
     let mut times = Vec::new();
     let mut actions = std::collections::BTreeMap::new();
     for seed in 0..24u64 {
+        let (g, style) = (&grammars[seed as usize % 2], &styles[seed as usize % 2]);
         // Every third walk gets a tight budget, so the closing mode must finish the object.
         let budget = if seed % 3 == 2 { 140 } else { 1536 };
-        let (text, t) = random_walk(&vocab, tok, &g, seed, budget);
+        let (text, t) = random_walk(&vocab, tok, g, seed, budget);
         times.extend(t);
         let (a, outcome) = parse_action(&text);
         assert_eq!(outcome, ParseOutcome::Parsed, "{name} seed {seed}: {text}");
         let a = a.expect("action");
         *actions.entry(a.next_action.as_str()).or_insert(0) += 1;
-        let c = check(&a, &ev, &caps);
+        let c = check(&a, &ev, &caps, QUESTION);
         assert!(a.supported_facts.len() <= caps.facts, "{name} seed {seed}");
+        assert_grounded_answer(&a, &ev, style, &format!("{name} seed {seed}"));
         for f in &c.facts {
             assert!(
                 !f.refs.is_empty() && f.refs.len() <= caps.refs_per_fact,
@@ -253,7 +316,8 @@ fn grammar_accepts_only_checked_answers_qwen3() {
 fn grammar_refuses_bad_evidence_ids() {
     let mut ev = passages();
     ev[0].id = "E1\"}".into();
-    let e = build_grammar(&ev, &Caps::default(), &TextCaps::default()).expect_err("bad id");
+    let e =
+        build_grammar(&ev, &Caps::default(), &TextCaps::default(), QUESTION).expect_err("bad id");
     assert!(e.to_string().contains("not alphanumeric"), "{e}");
 }
 
@@ -341,7 +405,7 @@ fn pipeline_on_smollm2() {
             }
             assert_eq!(r.outcome, ParseOutcome::Parsed, "{}", r.raw_output);
             let act = r.action.as_ref().expect("action");
-            let c = check(act, &a.evidence, &cfg.caps);
+            let c = check(act, &a.evidence, &cfg.caps, q);
             assert_eq!(
                 c.verified_refs(),
                 c.refs(),

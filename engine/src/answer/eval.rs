@@ -143,6 +143,14 @@ pub struct EvalItem {
     pub f1: f64,
     /// Seconds.
     pub seconds: f64,
+    /// Ids of the passages shown over all rounds.
+    pub evidence_ids: Vec<String>,
+    /// The final answer's citations, `id: quote`.
+    pub quotes: Vec<String>,
+    /// Content words of the answer that no passage shown contains (empty for an abstention).
+    pub unsupported_terms: Vec<String>,
+    /// A span the answer repeats, if any.
+    pub repeated_span: Option<String>,
 }
 
 /// The summary.
@@ -182,6 +190,12 @@ pub struct EvalSummary {
     pub unanswerable: usize,
     /// Unanswerable questions that ended abstain-like.
     pub unanswerable_abstained: usize,
+    /// Answerable questions that ended abstain-like.
+    pub answerable_abstained: usize,
+    /// Answers (not abstentions) with a content word that no passage shown contains.
+    pub unsupported_answers: usize,
+    /// Answers (not abstentions) that repeat a span of four or more words.
+    pub looping_answers: usize,
     /// Mean seconds per question.
     pub avg_seconds: f64,
     /// Mean ms per grammar mask.
@@ -210,6 +224,10 @@ impl EvalSummary {
             contains_gold: false,
             f1: 0.0,
             seconds,
+            evidence_ids: Vec::new(),
+            quotes: Vec::new(),
+            unsupported_terms: Vec::new(),
+            repeated_span: None,
         };
         match outcome {
             Err(e) => {
@@ -244,10 +262,33 @@ impl EvalSummary {
                 let abst = abstain_like(a);
                 if abst {
                     self.abstain_like += 1;
-                    if !answerable {
+                    if answerable {
+                        self.answerable_abstained += 1;
+                    } else {
                         self.unanswerable_abstained += 1;
                     }
+                } else {
+                    let shown: String = a
+                        .evidence
+                        .iter()
+                        .map(|e| e.text.to_lowercase())
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    item.unsupported_terms = super::validate::answer_terms(&a.answer)
+                        .into_iter()
+                        .filter(|t| !shown.contains(t.as_str()))
+                        .collect();
+                    item.repeated_span = super::validate::repeated_span(&a.answer);
+                    self.unsupported_answers += usize::from(!item.unsupported_terms.is_empty());
+                    self.looping_answers += usize::from(item.repeated_span.is_some());
                 }
+                item.evidence_ids = a.evidence.iter().map(|e| e.id.clone()).collect();
+                item.quotes = a
+                    .facts
+                    .iter()
+                    .flat_map(|f| &f.refs)
+                    .map(|r| format!("{}: {}", r.evidence_id, r.quote))
+                    .collect();
                 match a.final_action {
                     NextAction::AnswerDirectly => self.direct_answers += 1,
                     NextAction::ClarifyUser => self.clarify += 1,
@@ -336,8 +377,21 @@ impl EvalSummary {
         );
         row("mean token F1", format!("{:.3}", self.mean_f1));
         row(
+            "abstain-like on answerable",
+            pct(self.answerable_abstained, self.answerable),
+        );
+        row(
             "unanswerable abstained",
             pct(self.unanswerable_abstained, self.unanswerable),
+        );
+        let answers = self.count - self.errors - self.abstain_like;
+        row(
+            "unsupported answers (a content word no passage shown has)",
+            pct(self.unsupported_answers, answers),
+        );
+        row(
+            "answers with a repeated span",
+            pct(self.looping_answers, answers),
         );
         row("avg latency", format!("{:.1} s", self.avg_seconds));
         row(

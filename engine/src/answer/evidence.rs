@@ -36,6 +36,17 @@ pub struct BriefLimits {
     pub total_chars: usize,
 }
 
+/// Makes user and corpus text safe to place in a prompt: control characters become spaces
+/// and chat-template markers (`<|im_start|>` and the like) are broken up so they can never be
+/// read as special tokens.
+pub fn defang(s: &str) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_control() && c != '\n' { ' ' } else { c })
+        .collect();
+    s.replace("<|", "< |").replace("|>", "| >")
+}
+
 /// Normalises passage text for the brief (module docs).
 pub fn normalise(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -55,7 +66,9 @@ pub fn normalise(text: &str) -> String {
             c => c,
         });
     }
-    out
+    // Chat-template markers broken up as the prompt shows them, so a quote is checked against
+    // exactly what the model read and can never carry `<|im_end|>`.
+    defang(&out)
 }
 
 /// Cuts `s` to at most `max` characters on a character boundary, and not inside a word of an

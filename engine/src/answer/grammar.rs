@@ -5,7 +5,11 @@
 //! an id of the brief, and each `quote` is tied to its id — after `"E2"` only a verbatim span of
 //! E2's text (a substring automaton over its words) fits, at most 80 characters, no leading or
 //! trailing space. The caps of ASA's prompt are in the grammar (≤ 6 facts, ≤ 2 citations per
-//! fact) and free-text fields have character caps; when the token budget runs low
+//! fact) and free-text fields have character caps. The final answer of `answer_directly` is
+//! grounded by construction: it is built only from the words of the evidence shown (as written,
+//! lowercased or capitalised) and a fixed list of function words ([`FUNCTION_WORDS`]), with
+//! a length cap that depends on the kind of question ([`answer_chars`]); an abstention's text is
+//! the fixed abstention sentence, so it can neither ramble nor loop. When the token budget runs low
 //! [`GrammarConstraint`] steers to the shortest way to close the JSON, so the object always
 //! closes (llguidance's `max_tokens` cuts a lexeme off instead, even inside a UTF-8 character).
 
@@ -16,7 +20,7 @@ use llguidance::toktrie::{TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 use llguidance::{Matcher, ParserFactory};
 
 use super::evidence::Evidence;
-use super::validate::Caps;
+use super::validate::{Caps, CJK_FUNCTION_CHARS, FUNCTION_WORDS};
 use crate::error::{EngineError, Result};
 use crate::generate::{now_ms, Constraint, Step};
 use crate::tokenizer::Tokenizer;
@@ -37,6 +41,37 @@ pub struct TextCaps {
     pub keyword_chars: usize,
     /// Inferred facts (0: the list stays empty).
     pub inferred_facts: usize,
+    /// Evidence first: each fact opens with its citations (`evidence_refs` before `fact`), so
+    /// the model copies a quote before it writes the claim, and the final answer after both.
+    #[serde(default)]
+    pub evidence_first: bool,
+    /// Shortest quote in characters (a passage shorter than this may be quoted whole): a quote
+    /// of one word grounds nothing.
+    #[serde(default = "default_quote_min")]
+    pub quote_min_chars: usize,
+    /// The model may choose `abstain`. Off, abstention is the pipeline's decision, made from
+    /// the evidence: weak retrieval abstains before generating, and an answer that fails its
+    /// checks in the last round abstains with the best passages as a snippet fallback.
+    #[serde(default)]
+    pub model_abstains: bool,
+    /// How the final answer (and, evidence first, each fact's text) is built.
+    #[serde(default)]
+    pub answer_style: AnswerStyle,
+}
+
+/// How a grounded final answer is built under the grammar.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerStyle {
+    /// A verbatim span of one passage shown (the shortest quote that answers).
+    #[default]
+    Extractive,
+    /// Words of the passages shown joined by function words ([`answer_vocabulary`]).
+    Composed,
+}
+
+fn default_quote_min() -> usize {
+    12
 }
 
 impl Default for TextCaps {
@@ -46,6 +81,10 @@ impl Default for TextCaps {
             answer_chars: 400,
             keyword_chars: 40,
             inferred_facts: 2,
+            evidence_first: true,
+            quote_min_chars: default_quote_min(),
+            model_abstains: false,
+            answer_style: AnswerStyle::Extractive,
         }
     }
 }
@@ -151,14 +190,112 @@ fn chunks(text: &str) -> Vec<String> {
     out
 }
 
-/// The Lark grammar of `grounded_action_v1` for this evidence (module docs).
-pub fn build_grammar(evidence: &[Evidence], caps: &Caps, text: &TextCaps) -> Result<String> {
+/// Answer length cap for `question`: a short answer for who / what / where / when / which /
+/// how many, a longer one for why / how / describe questions.
+pub fn answer_chars(question: &str, cap: usize) -> usize {
+    let q = question.trim_start().to_lowercase();
+    let long = [
+        "why",
+        "how ",
+        "describe",
+        "explain",
+        "what happen",
+        "in what way",
+    ]
+    .iter()
+    .any(|w| q.starts_with(w) && !q.starts_with("how many") && !q.starts_with("how much"))
+        || ["为什么", "为何", "怎么", "如何", "怎样"]
+            .iter()
+            .any(|w| q.contains(w));
+    cap.min(if long { 200 } else { 100 })
+}
+
+/// The words a grounded final answer may be built from: every word of `evidence` (runs of
+/// letters and digits as written, lowercased and capitalised), the [`FUNCTION_WORDS`]; and
+/// every CJK character of the evidence with the [`CJK_FUNCTION_CHARS`].
+pub fn answer_vocabulary(evidence: &[Evidence]) -> (Vec<String>, Vec<char>) {
+    let mut words = std::collections::BTreeSet::new();
+    let mut cjk = std::collections::BTreeSet::new();
+    for w in FUNCTION_WORDS {
+        words.insert(w.to_string());
+        words.insert(capitalise(w));
+    }
+    cjk.extend(CJK_FUNCTION_CHARS.chars());
+    for e in evidence {
+        for w in e.text.split(|c: char| !word_char(c)) {
+            if w.is_empty() {
+                continue;
+            }
+            words.insert(w.to_string());
+            words.insert(w.to_lowercase());
+            words.insert(capitalise(&w.to_lowercase()));
+        }
+        cjk.extend(
+            e.text
+                .chars()
+                .filter(|&c| super::prompt::has_cjk(&c.to_string())),
+        );
+    }
+    (words.into_iter().collect(), cjk.into_iter().collect())
+}
+
+/// A letter or digit of an alphabetic script (CJK ideographs are characters of their own).
+fn word_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || (c.is_alphanumeric() && (c as u32) < 0x2E80)
+}
+
+fn capitalise(w: &str) -> String {
+    let mut c = w.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// The grounded final answer as a Lark lexeme: words of [`answer_vocabulary`] separated by
+/// spaces and light punctuation, CJK characters with or without separators, an optional final
+/// full stop, at most `chars` characters.
+fn grounded_answer_lexeme(evidence: &[Evidence], chars: usize) -> String {
+    let (words, cjk) = answer_vocabulary(evidence);
+    // Longest first, so the regex engine's alternation is unambiguous to read.
+    let mut words = words;
+    words.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    let w = format!("(?:{})", words.join("|"));
+    let item = if cjk.is_empty() {
+        w.clone()
+    } else {
+        let c: String = cjk.iter().collect();
+        format!("(?:{w}|[{c}])")
+    };
+    let sep = "(?:[ ,;:'-]|，|、){1,2}";
+    let cjk_next = if cjk.is_empty() {
+        String::new()
+    } else {
+        let c: String = cjk.iter().collect();
+        format!("|[{c}]")
+    };
+    format!(
+        "/{item}(?:{sep}{item}{cjk_next})*[.!?。！？]?/ & /.{{1,{}}}/",
+        chars.max(1)
+    )
+}
+
+/// The Lark grammar of `grounded_action_v1` for this evidence and `question` (module docs).
+pub fn build_grammar(
+    evidence: &[Evidence],
+    caps: &Caps,
+    text: &TextCaps,
+    question: &str,
+) -> Result<String> {
     let q = |s: &str| lit(s);
     let mut g = String::from("%llguidance {}\n");
     let facts_more = caps.facts.saturating_sub(1);
     let mut starts = vec!["abstain", "retrieve"];
     if !evidence.is_empty() && caps.facts > 0 && caps.refs_per_fact > 0 {
         starts.insert(0, "answer");
+        if !text.model_abstains {
+            starts.retain(|s| *s != "abstain");
+        }
         let inferred = if text.inferred_facts > 0 {
             format!(
                 "(inf (\",\" inf){{0,{}}})?",
@@ -167,23 +304,72 @@ pub fn build_grammar(evidence: &[Evidence], caps: &Caps, text: &TextCaps) -> Res
         } else {
             String::new()
         };
-        g += &format!(
-            "answer: {} fact ({} fact){{0,{facts_more}}} {} {inferred} {} ANSWER {}\n",
-            q("{\"next_action\":\"answer_directly\",\"supported_facts\":["),
-            q(","),
-            q("],\"inferred_facts\":["),
-            q("],\"final_answer\":\""),
-            q("\"}"),
-        );
+        let tied = text.evidence_first && text.answer_style == AnswerStyle::Extractive;
+        if tied {
+            // The passage the first fact cites first is the one its text and the final answer
+            // are spans of: one branch per passage, chosen by that first evidence id.
+            let alts: Vec<String> = (0..evidence.len()).map(|i| format!("answer_{i}")).collect();
+            g += &format!("answer: {}\n", alts.join(" | "));
+            for i in 0..evidence.len() {
+                g += &format!(
+                    "answer_{i}: {} {} ref_{i} ({} ref){{0,{}}} {} A{i} {} ({} fact){{0,{facts_more}}} {} {inferred} {} A{i} {}\n",
+                    q("{\"next_action\":\"answer_directly\",\"supported_facts\":["),
+                    q("{\"evidence_refs\":["),
+                    q(","),
+                    caps.refs_per_fact.saturating_sub(1),
+                    q("],\"fact\":\""),
+                    q("\"}"),
+                    q(","),
+                    q("],\"inferred_facts\":["),
+                    q("],\"final_answer\":\""),
+                    q("\"}"),
+                );
+            }
+        } else {
+            g += &format!(
+                "answer: {} fact ({} fact){{0,{facts_more}}} {} {inferred} {} GROUNDED {}\n",
+                q("{\"next_action\":\"answer_directly\",\"supported_facts\":["),
+                q(","),
+                q("],\"inferred_facts\":["),
+                q("],\"final_answer\":\""),
+                q("\"}"),
+            );
+        }
         g += &format!("inf: {} FACT {}\n", q("\""), q("\""));
-        g += &format!(
-            "fact: {} FACT {} ref ({} ref){{0,{}}} {}\n",
-            q("{\"fact\":\""),
-            q("\",\"evidence_refs\":["),
-            q(","),
-            caps.refs_per_fact.saturating_sub(1),
-            q("]}"),
-        );
+        let chars = answer_chars(question, text.answer_chars);
+        match text.answer_style {
+            AnswerStyle::Composed => {
+                g += &format!("GROUNDED: {}\n", grounded_answer_lexeme(evidence, chars));
+            }
+            AnswerStyle::Extractive => {
+                let alts: Vec<String> = (0..evidence.len()).map(|i| format!("A{i}")).collect();
+                g += &format!("GROUNDED: {}\n", alts.join(" | "));
+                let inner = chars.saturating_sub(2);
+                for (i, e) in evidence.iter().enumerate() {
+                    let spec = serde_json::json!({ "substring_chunks": chunks(&e.text) });
+                    g += &format!("A{i}: %regex {spec} & /\\S(.{{0,{inner}}}\\S)?/\n");
+                }
+            }
+        }
+        g += &if text.evidence_first {
+            format!(
+                "fact: {} ref ({} ref){{0,{}}} {} GROUNDED {}\n",
+                q("{\"evidence_refs\":["),
+                q(","),
+                caps.refs_per_fact.saturating_sub(1),
+                q("],\"fact\":\""),
+                q("\"}"),
+            )
+        } else {
+            format!(
+                "fact: {} FACT {} ref ({} ref){{0,{}}} {}\n",
+                q("{\"fact\":\""),
+                q("\",\"evidence_refs\":["),
+                q(","),
+                caps.refs_per_fact.saturating_sub(1),
+                q("]}"),
+            )
+        };
         let alts: Vec<String> = (0..evidence.len()).map(|i| format!("ref_{i}")).collect();
         g += &format!("ref: {}\n", alts.join(" | "));
         let max_inner = caps.quote_chars.saturating_sub(2);
@@ -201,7 +387,19 @@ pub fn build_grammar(evidence: &[Evidence], caps: &Caps, text: &TextCaps) -> Res
                 q(&format!("{{\"evidence_id\":\"{}\",\"quote\":\"", e.id)),
                 q("\"}"),
             );
-            g += &format!("Q{i}: %regex {spec} & /\\S(.{{0,{max_inner}}}\\S)?/\n");
+            // At least `quote_min_chars` (or the whole passage when it is shorter), at most
+            // `quote_chars`, no space at either end.
+            let min_inner = text
+                .quote_min_chars
+                .min(e.text.trim().chars().count())
+                .saturating_sub(2)
+                .min(max_inner);
+            let body = if text.quote_min_chars <= 1 || e.text.trim().chars().count() < 2 {
+                format!("\\S(.{{0,{max_inner}}}\\S)?")
+            } else {
+                format!("\\S.{{{min_inner},{max_inner}}}\\S")
+            };
+            g += &format!("Q{i}: %regex {spec} & /{body}/\n");
         }
     }
     g = g.replacen(
@@ -210,9 +408,11 @@ pub fn build_grammar(evidence: &[Evidence], caps: &Caps, text: &TextCaps) -> Res
         1,
     );
     g += &format!(
-        "abstain: {} ANSWER {}\n",
-        q("{\"next_action\":\"abstain\",\"final_answer\":\""),
-        q("\"}")
+        "abstain: {}\n",
+        q(&format!(
+            "{{\"next_action\":\"abstain\",\"final_answer\":{}}}",
+            lit(super::prompt::abstain_text(question))
+        ))
     );
     g += &format!(
         "retrieve: {} kw ({} kw){{0,5}} {}\n",
@@ -223,7 +423,6 @@ pub fn build_grammar(evidence: &[Evidence], caps: &Caps, text: &TextCaps) -> Res
     g += &format!("kw: {} KEYWORD {}\n", q("\""), q("\""));
     let free = |n: usize| format!("/[^\"\\\\\\x00-\\x1F]{{1,{}}}/", n.max(1));
     g += &format!("FACT: {}\n", free(text.fact_chars));
-    g += &format!("ANSWER: {}\n", free(text.answer_chars));
     g += &format!("KEYWORD: {}\n", free(text.keyword_chars));
     Ok(g)
 }

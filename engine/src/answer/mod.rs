@@ -69,7 +69,8 @@ pub struct AskConfig {
     pub context: usize,
     /// Most generated tokens per round (ASA: 1536).
     pub max_tokens: usize,
-    /// Sampling (ASA: temperature 0.2, top-p 0.9, repetition penalty 1.05).
+    /// Sampling (ASA: temperature 0.2, top-p 0.9, repetition penalty 1.05), with the
+    /// repetition guard on at 10 tokens (a looping answer is blocked as it starts its second round).
     pub sampling: SamplingParams,
     /// Retrieval rounds (ASA: 2).
     pub max_rounds: usize,
@@ -106,6 +107,7 @@ impl Default for AskConfig {
                 top_p: 0.9,
                 repetition_penalty: 1.05,
                 seed: 0,
+                no_repeat_ngram: 10,
             },
             max_rounds: 2,
             brief: BriefLimits {

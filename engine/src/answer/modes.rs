@@ -17,7 +17,7 @@ use super::generation::{Llm, Spent};
 use super::grammar::Closers;
 use super::recover::ParseOutcome;
 use super::schema::{GroundedAction, Hypothesis, NextAction};
-use super::validate::{content_words, RefCheck};
+use super::validate::{answer_terms, repeated_span, RefCheck};
 use super::{prompt, AskConfig, FinalFact, Retriever, Round};
 use crate::backend::Backend;
 use crate::error::Result;
@@ -185,8 +185,8 @@ fn cited_ids(text: &str) -> Vec<String> {
     out
 }
 
-/// Checked citations of a claim: ids exist, and the claim shares a third of its content words
-/// with what it cites.
+/// Checked citations of a claim: ids exist, every content word of the claim is in a passage it
+/// cites ([`answer_terms`]), and it repeats no span ([`repeated_span`]).
 fn check_claim(claim: &str, ids: &[String], evidence: &[Evidence]) -> FinalFact {
     let refs: Vec<RefCheck> = ids
         .iter()
@@ -206,9 +206,12 @@ fn check_claim(claim: &str, ids: &[String], evidence: &[Evidence]) -> FinalFact 
         .map(|e| e.text.to_lowercase())
         .collect::<Vec<_>>()
         .join(" ");
-    let words = content_words(claim);
-    let found = words.iter().filter(|w| cited.contains(w.as_str())).count();
-    let grounded = words.is_empty() || found * 3 >= words.len();
+    // Every word that carries content must be in what the claim cites, as a grounded final
+    // answer's must, and the claim may not loop.
+    let grounded = answer_terms(claim)
+        .iter()
+        .all(|w| cited.contains(w.as_str()))
+        && repeated_span(claim).is_none();
     FinalFact {
         fact: claim.to_string(),
         verified: !refs.is_empty() && refs.iter().all(|r| r.id_valid) && grounded,
@@ -355,10 +358,18 @@ pub(crate) async fn refiner<B: Backend>(
                         .push(format!("snippet {}: unverified citation", i + 1));
                 }
             }
+            // The answer as a whole (its words outside the snippets too) against every passage
+            // it cites.
+            let all_ids: Vec<String> = snippets.iter().flat_map(|(ids, _)| ids.clone()).collect();
+            let whole = check_claim(&plain, &all_ids, shown).verified;
+            if !whole && !abstains && !snippets.is_empty() {
+                r.problems
+                    .push("the answer says what its snippets do not cite".into());
+            }
             if snippets.is_empty() && !abstains {
                 r.problems.push("an answer without a cited snippet".into());
                 out.abstain_reason = Some("the answer cites nothing".into());
-            } else if !abstains && out.facts.iter().all(|f| f.verified) {
+            } else if !abstains && whole && out.facts.iter().all(|f| f.verified) {
                 out.final_action = NextAction::AnswerDirectly;
                 out.answer = plain;
             } else if abstains {
@@ -592,5 +603,10 @@ mod tests {
         assert!(!check_claim("orange marmalade", &["E7".into()], &ev).verified);
         assert!(!check_claim("a barrel of gold coins", &["E1".into()], &ev).verified);
         assert!(!check_claim("orange marmalade", &[], &ev).verified);
+        // One word the passage never says is enough to fail (it used to take two thirds).
+        assert!(!check_claim("orange marmalade from Tortuga", &["E1".into()], &ev).verified);
+        // A looping claim fails even when every word is cited.
+        let loop_ = "it was empty it was empty it was empty it was empty";
+        assert!(!check_claim(loop_, &["E1".into()], &ev).verified);
     }
 }

@@ -175,6 +175,7 @@ impl<'c> Rounds<'c> {
             budget: cfg.context.min(llm.model.context()),
             reserve: cfg.max_tokens.min(256),
             open_brace: llm.vocab.is_none(),
+            evidence_first: cfg.text_caps.evidence_first,
         };
         let Fitted { ids, shown } =
             prompt::fit_grounded(llm.tok, &self.out.evidence, &self.out.question, &room)?;
@@ -188,6 +189,7 @@ impl<'c> Rounds<'c> {
                 &self.out.evidence[..shown],
                 &cfg.caps,
                 &cfg.text_caps,
+                &self.out.question,
             )?),
             None => None,
         };
@@ -218,7 +220,12 @@ impl<'c> Rounds<'c> {
             }
             return ControlFlow::Continue(());
         };
-        let checked = validate::check(&action, &self.out.evidence[..shown], &self.cfg.caps);
+        let checked = validate::check(
+            &action,
+            &self.out.evidence[..shown],
+            &self.cfg.caps,
+            &self.out.question,
+        );
         r.problems = checked.problems.clone();
         r.action = Some(action.clone());
         self.out.rounds.push(r);

@@ -1,7 +1,10 @@
 //! The checks ASA runs after decoding, run on every answer whether or not a grammar shaped it:
 //! evidence ids exist, each quote is a verbatim (whitespace-insensitive) span of the evidence it
 //! cites, the schema's caps hold, and a fact's key terms appear in its quotes (numbers, kinship
-//! and relation words) or in the passages it cites (names).
+//! and relation words) or in the passages it cites (names). Beyond ASA, the final answer is
+//! checked as facts are ([`answer_problems`]): its content words must occur in the passages its
+//! facts cite, at least one quote must carry one of them, it must not repeat a span
+//! ([`repeated_span`]), and a fact whose quotes only repeat the question grounds nothing.
 
 use serde::Serialize;
 
@@ -219,8 +222,111 @@ pub fn content_words(fact: &str) -> Vec<String> {
     out
 }
 
-/// Checks `action` against the `evidence` shown and the `caps`.
-pub fn check(action: &GroundedAction, evidence: &[Evidence], caps: &Caps) -> Checked {
+/// Function words a grounded final answer may use beside the evidence's own words (English;
+/// CJK function characters are in [`CJK_FUNCTION_CHARS`]). No noun, name or number is here:
+/// every word that carries content must come from the evidence.
+pub const FUNCTION_WORDS: &[&str] = &[
+    "a", "an", "the", "and", "or", "but", "not", "no", "yes", "of", "to", "in", "on", "at", "by",
+    "for", "with", "from", "into", "onto", "about", "after", "before", "during", "over", "under",
+    "as", "than", "that", "this", "these", "those", "it", "its", "he", "she", "they", "him", "her",
+    "them", "his", "their", "who", "whom", "whose", "which", "what", "when", "where", "why", "how",
+    "is", "was", "are", "were", "be", "been", "being", "has", "had", "have", "do", "did", "does",
+    "so", "because", "then", "also", "very", "one", "two",
+];
+
+/// CJK function characters a grounded final answer may use beside the evidence's own.
+pub const CJK_FUNCTION_CHARS: &str = "的了是在和与也就都而把被给对向从到为着过他她它们这那个之其所";
+
+/// A span of four or more words (eight or more CJK characters) that occurs twice in `text`
+/// without overlapping, if any: the mark of a looping answer.
+pub fn repeated_span(text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() || super::prompt::has_cjk(&c.to_string()))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let n = 4;
+    for i in 0..words.len().saturating_sub(n) {
+        for j in i + n..=words.len() - n {
+            if words[i..i + n] == words[j..j + n] {
+                return Some(words[i..i + n].join(" "));
+            }
+        }
+    }
+    let cjk: Vec<char> = text
+        .chars()
+        .filter(|c| super::prompt::has_cjk(&c.to_string()))
+        .collect();
+    let n = 8;
+    for i in 0..cjk.len().saturating_sub(n) {
+        for j in i + n..=cjk.len() - n {
+            if cjk[i..i + n] == cjk[j..j + n] {
+                return Some(cjk[i..i + n].iter().collect());
+            }
+        }
+    }
+    None
+}
+
+/// The words of `text` that carry content, lowercased: [`content_words`] and [`key_terms`].
+pub fn answer_terms(text: &str) -> Vec<String> {
+    // A CJK bigram that holds a function character joins two words rather than naming one.
+    let mut out: Vec<String> = content_words(text)
+        .into_iter()
+        .filter(|w| !w.chars().any(|c| CJK_FUNCTION_CHARS.contains(c)))
+        .collect();
+    for t in key_terms(text) {
+        let t = t.to_lowercase();
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// What is wrong with an `answer_directly`'s final answer: content words that none of the
+/// passages its facts cite contains (the words an unsupported answer adds), no quote carrying
+/// any of its content words (the facts do not support it), or a repeated span (a loop).
+pub fn answer_problems(action: &GroundedAction, evidence: &[Evidence]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let answer = action.final_answer.as_str();
+    if let Some(span) = repeated_span(answer) {
+        problems.push(format!("the final answer repeats itself ({span:?})"));
+    }
+    let refs = || action.supported_facts.iter().flat_map(|f| &f.evidence_refs);
+    let cited: String = refs()
+        .filter_map(|r| evidence.iter().find(|e| e.id == r.evidence_id))
+        .map(|e| e.text.to_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let quotes: String = refs()
+        .map(|r| r.quote.to_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let terms = answer_terms(answer);
+    let uncovered: Vec<&String> = terms
+        .iter()
+        .filter(|t| !cited.contains(t.as_str()))
+        .collect();
+    if !uncovered.is_empty() {
+        let list: Vec<&str> = uncovered.iter().map(|t| t.as_str()).collect();
+        problems.push(format!(
+            "final answer: terms not in the passages its facts cite: {}",
+            list.join(", ")
+        ));
+    } else if !terms.is_empty() && !terms.iter().any(|t| quotes.contains(t.as_str())) {
+        problems.push("final answer: no quote carries any of its words".into());
+    }
+    problems
+}
+
+/// Checks `action` against the `evidence` shown, the `caps` and the `question` it answers.
+pub fn check(
+    action: &GroundedAction,
+    evidence: &[Evidence],
+    caps: &Caps,
+    question: &str,
+) -> Checked {
     let mut problems = Vec::new();
     let mut facts = Vec::new();
     let mut quote_chars = 0usize;
@@ -231,8 +337,16 @@ pub fn check(action: &GroundedAction, evidence: &[Evidence], caps: &Caps) -> Che
             caps.facts
         ));
     }
+    let asked = answer_terms(question);
     for (fi, f) in action.supported_facts.iter().enumerate() {
-        let (fact, chars) = check_fact(fi + 1, f, evidence, caps, &mut problems);
+        let (mut fact, chars) = check_fact(fi + 1, f, evidence, caps, &mut problems);
+        if restates(f, &asked) {
+            problems.push(format!(
+                "fact {}: its quotes only repeat the question",
+                fi + 1
+            ));
+            fact.verified = false;
+        }
         quote_chars += chars;
         facts.push(fact);
     }
@@ -243,7 +357,21 @@ pub fn check(action: &GroundedAction, evidence: &[Evidence], caps: &Caps) -> Che
         ));
     }
     check_fields(action, &mut problems);
+    if action.next_action == NextAction::AnswerDirectly && !action.final_answer.trim().is_empty() {
+        problems.extend(answer_problems(action, evidence));
+    }
     Checked { facts, problems }
+}
+
+/// Do the quotes of `f` carry no content word beyond the question's (`asked`)? A quote such
+/// as a character's name taken from the question grounds nothing.
+fn restates(f: &Fact, asked: &[String]) -> bool {
+    let words: Vec<String> = f
+        .evidence_refs
+        .iter()
+        .flat_map(|r| answer_terms(&r.quote))
+        .collect();
+    !f.evidence_refs.is_empty() && words.iter().all(|w| asked.contains(w))
 }
 
 /// Checks fact number `n` (its citations, key terms and grounding), adding what is wrong to
@@ -437,13 +565,15 @@ mod tests {
         ]
     }
 
+    const Q: &str = "What did the Rabbit take out of its pocket?";
+
     #[test]
     fn a_good_answer_passes() {
         let a = answer(vec![(
             "The Rabbit took a watch out of its pocket.",
             vec![("E1", "took a watch out of its waistcoat-pocket")],
         )]);
-        let c = check(&a, &evidence(), &Caps::default());
+        let c = check(&a, &evidence(), &Caps::default(), Q);
         assert!(c.ok(), "{:?}", c.problems);
         assert_eq!((c.refs(), c.verified_refs(), c.valid_ids()), (1, 1, 1));
         assert!(c.facts[0].verified);
@@ -468,7 +598,7 @@ mod tests {
             ("Rabbit", vec![("E1", &"x".repeat(81))]),
             ("", vec![]),
         ]);
-        let c = check(&a, &evidence(), &Caps::default());
+        let c = check(&a, &evidence(), &Caps::default(), Q);
         let all = c.problems.join("\n");
         assert!(all.contains("unknown evidence id \"E9\""), "{all}");
         assert!(all.contains("quote \"took a clock\" is not in E1"), "{all}");
@@ -477,7 +607,7 @@ mod tests {
         assert!(all.contains("fact 4 cites no evidence"), "{all}");
         assert_eq!((c.refs(), c.verified_refs(), c.valid_ids()), (3, 0, 2));
         let many = answer(vec![("x", vec![("E1", "watch")]); 7]);
-        let c = check(&many, &evidence(), &Caps::default());
+        let c = check(&many, &evidence(), &Caps::default(), Q);
         assert!(
             c.problems.iter().any(|p| p.contains("7 supported facts")),
             "{:?}",
@@ -487,7 +617,7 @@ mod tests {
             "x",
             vec![("E1", "watch"), ("E1", "Rabbit"), ("E1", "looked")],
         )]);
-        let c = check(&refs, &evidence(), &Caps::default());
+        let c = check(&refs, &evidence(), &Caps::default(), Q);
         assert!(
             c.problems.iter().any(|p| p.contains("3 citations")),
             "{:?}",
@@ -502,17 +632,19 @@ mod tests {
             "The Duchess's sister took a watch.",
             vec![("E1", "took a watch")],
         )]);
-        let c = check(&a, &evidence(), &Caps::default());
+        let c = check(&a, &evidence(), &Caps::default(), Q);
         assert!(!c.ok());
         assert_eq!(
             c.facts[0].uncovered_terms,
             vec!["Duchess's".to_string(), "sister".into()]
         );
         assert!(!c.facts[0].verified);
-        let zh = answer(vec![("宝玉叫妹妹别恼", vec![("E2", "好妹妹")])]);
-        assert!(check(&zh, &evidence(), &Caps::default()).ok());
+        let mut zh = answer(vec![("宝玉叫妹妹别恼", vec![("E2", "好妹妹")])]);
+        zh.final_answer = "宝玉的好妹妹".into();
+        let c = check(&zh, &evidence(), &Caps::default(), Q);
+        assert!(c.ok(), "{:?}", c.problems);
         let zh = answer(vec![("宝玉叫姐姐别恼", vec![("E2", "好妹妹")])]);
-        let c = check(&zh, &evidence(), &Caps::default());
+        let c = check(&zh, &evidence(), &Caps::default(), Q);
         assert_eq!(c.facts[0].uncovered_terms, vec!["姐姐".to_string()]);
     }
 
@@ -522,7 +654,7 @@ mod tests {
             "A barrel of gold is worth more than silver.",
             vec![("E1", "took a watch")],
         )]);
-        let c = check(&a, &evidence(), &Caps::default());
+        let c = check(&a, &evidence(), &Caps::default(), Q);
         assert!(
             c.problems
                 .iter()
@@ -551,11 +683,85 @@ mod tests {
     fn actions_need_their_fields() {
         let mut a = answer(vec![]);
         a.final_answer.clear();
-        let c = check(&a, &evidence(), &Caps::default());
+        let c = check(&a, &evidence(), &Caps::default(), Q);
         assert_eq!(c.problems.len(), 2, "{:?}", c.problems);
         let mut a = GroundedAction::abstain("not enough");
-        assert!(check(&a, &evidence(), &Caps::default()).ok());
+        assert!(check(&a, &evidence(), &Caps::default(), Q).ok());
         a.next_action = NextAction::ClarifyUser;
-        assert!(!check(&a, &evidence(), &Caps::default()).ok());
+        assert!(!check(&a, &evidence(), &Caps::default(), Q).ok());
+    }
+
+    #[test]
+    fn the_final_answer_is_checked_like_a_fact() {
+        let fact = vec![(
+            "The Rabbit took a watch out of its pocket.",
+            vec![("E1", "took a watch out of its waistcoat-pocket")],
+        )];
+        // Words the cited passage never says: unsupported.
+        let mut a = answer(fact.clone());
+        a.final_answer = "A golden clock from the island of Tortuga.".into();
+        let c = check(&a, &evidence(), &Caps::default(), Q);
+        let all = c.problems.join("\n");
+        assert!(
+            all.contains(
+                "terms not in the passages its facts cite: golden, clock, island, tortuga"
+            ),
+            "{all}"
+        );
+        // In the passage but in no quote: the facts do not support it.
+        a.final_answer = "It looked.".into();
+        let c = check(&a, &evidence(), &Caps::default(), Q);
+        assert_eq!(
+            c.problems,
+            vec!["final answer: no quote carries any of its words".to_string()]
+        );
+        // A loop.
+        a.final_answer = "a watch out of its pocket, a watch out of its pocket".into();
+        let c = check(&a, &evidence(), &Caps::default(), Q);
+        assert!(
+            c.problems
+                .iter()
+                .any(|p| p.contains("repeats itself (\"a watch out of\")")),
+            "{:?}",
+            c.problems
+        );
+        // Function words and the quoted words: supported.
+        a.final_answer = "The Rabbit took a watch.".into();
+        assert!(check(&a, &evidence(), &Caps::default(), Q).ok());
+    }
+
+    #[test]
+    fn a_quote_that_only_repeats_the_question_grounds_nothing() {
+        let mut a = answer(vec![("The Rabbit.", vec![("E1", "the Rabbit")])]);
+        a.final_answer = "the Rabbit".into();
+        let c = check(&a, &evidence(), &Caps::default(), Q);
+        assert!(!c.facts[0].verified);
+        assert!(
+            c.problems
+                .iter()
+                .any(|p| p == "fact 1: its quotes only repeat the question"),
+            "{:?}",
+            c.problems
+        );
+        // A quote of function words only grounds nothing either.
+        let a = answer(vec![("It was so.", vec![("E1", "it")])]);
+        let c = check(&a, &evidence(), &Caps::default(), Q);
+        assert!(!c.facts[0].verified, "{:?}", c.problems);
+    }
+
+    #[test]
+    fn repeated_spans() {
+        assert_eq!(
+            repeated_span("I am a cat. I am a cat. I am a cat."),
+            Some("i am a cat".into())
+        );
+        assert_eq!(repeated_span("a White Rabbit with pink eyes"), None);
+        // Overlapping occurrences are not a repeat.
+        assert_eq!(repeated_span("one two three four five"), None);
+        assert_eq!(
+            repeated_span("宝玉笑道好妹妹你别恼宝玉笑道好妹妹你别恼"),
+            Some("宝玉笑道好妹妹你".into())
+        );
+        assert_eq!(repeated_span("宝玉笑道好妹妹你别恼"), None);
     }
 }

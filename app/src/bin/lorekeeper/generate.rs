@@ -34,6 +34,9 @@ pub struct Args {
     repetition_penalty: f32,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Repetition guard: no run of this many generated tokens twice (0 = off)
+    #[arg(long, default_value_t = 0)]
+    no_repeat_ngram: usize,
     /// Print one JSON object instead of streaming text
     #[arg(long)]
     json: bool,
@@ -52,6 +55,7 @@ pub fn run(args: Args) -> Result<()> {
             top_p: args.top_p,
             repetition_penalty: args.repetition_penalty,
             seed: args.seed,
+            no_repeat_ngram: args.no_repeat_ngram,
         },
         stop: Vec::new(),
     };
