@@ -261,19 +261,14 @@ fn grounded_answer_lexeme(evidence: &[Evidence], chars: usize) -> String {
     let mut words = words;
     words.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
     let w = format!("(?:{})", words.join("|"));
-    let item = if cjk.is_empty() {
-        w.clone()
+    // CJK characters may also follow anything without a separator.
+    let (item, cjk_next) = if cjk.is_empty() {
+        (w, String::new())
     } else {
         let c: String = cjk.iter().collect();
-        format!("(?:{w}|[{c}])")
+        (format!("(?:{w}|[{c}])"), format!("|[{c}]"))
     };
     let sep = "(?:[ ,;:'-]|，|、){1,2}";
-    let cjk_next = if cjk.is_empty() {
-        String::new()
-    } else {
-        let c: String = cjk.iter().collect();
-        format!("|[{c}]")
-    };
     format!(
         "/{item}(?:{sep}{item}{cjk_next})*[.!?。！？]?/ & /.{{1,{}}}/",
         chars.max(1)

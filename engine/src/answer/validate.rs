@@ -9,7 +9,7 @@
 use serde::Serialize;
 
 use super::evidence::Evidence;
-use super::schema::{Fact, GroundedAction, NextAction};
+use super::schema::{EvidenceRef, Fact, GroundedAction, NextAction};
 
 /// The caps of ASA's prompt.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
@@ -237,35 +237,41 @@ pub const FUNCTION_WORDS: &[&str] = &[
 /// CJK function characters a grounded final answer may use beside the evidence's own.
 pub const CJK_FUNCTION_CHARS: &str = "的了是在和与也就都而把被给对向从到为着过他她它们这那个之其所";
 
+/// The passages `refs` cite and their quotes, each lowercased and joined by spaces.
+fn cited_and_quoted(refs: &[&EvidenceRef], evidence: &[Evidence]) -> (String, String) {
+    let cited: Vec<String> = refs
+        .iter()
+        .filter_map(|r| evidence.iter().find(|e| e.id == r.evidence_id))
+        .map(|e| e.text.to_lowercase())
+        .collect();
+    let quotes: Vec<String> = refs.iter().map(|r| r.quote.to_lowercase()).collect();
+    (cited.join(" "), quotes.join(" "))
+}
+
+/// The first run of `n` items that occurs again later in `items` without overlapping.
+fn first_repeat<T: PartialEq>(items: &[T], n: usize) -> Option<&[T]> {
+    (0..items.len().saturating_sub(n)).find_map(|i| {
+        let run = &items[i..i + n];
+        (i + n..=items.len() - n)
+            .any(|j| &items[j..j + n] == run)
+            .then_some(run)
+    })
+}
+
 /// A span of four or more words (eight or more CJK characters) that occurs twice in `text`
 /// without overlapping, if any: the mark of a looping answer.
 pub fn repeated_span(text: &str) -> Option<String> {
+    let cjk = |c: char| super::prompt::has_cjk(&c.to_string());
     let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric() || super::prompt::has_cjk(&c.to_string()))
+        .split(|c: char| !c.is_alphanumeric() || cjk(c))
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect();
-    let n = 4;
-    for i in 0..words.len().saturating_sub(n) {
-        for j in i + n..=words.len() - n {
-            if words[i..i + n] == words[j..j + n] {
-                return Some(words[i..i + n].join(" "));
-            }
-        }
+    if let Some(run) = first_repeat(&words, 4) {
+        return Some(run.join(" "));
     }
-    let cjk: Vec<char> = text
-        .chars()
-        .filter(|c| super::prompt::has_cjk(&c.to_string()))
-        .collect();
-    let n = 8;
-    for i in 0..cjk.len().saturating_sub(n) {
-        for j in i + n..=cjk.len() - n {
-            if cjk[i..i + n] == cjk[j..j + n] {
-                return Some(cjk[i..i + n].iter().collect());
-            }
-        }
-    }
-    None
+    let chars: Vec<char> = text.chars().filter(|&c| cjk(c)).collect();
+    first_repeat(&chars, 8).map(|run| run.iter().collect())
 }
 
 /// The words of `text` that carry content, lowercased: [`content_words`] and [`key_terms`].
@@ -293,16 +299,12 @@ pub fn answer_problems(action: &GroundedAction, evidence: &[Evidence]) -> Vec<St
     if let Some(span) = repeated_span(answer) {
         problems.push(format!("the final answer repeats itself ({span:?})"));
     }
-    let refs = || action.supported_facts.iter().flat_map(|f| &f.evidence_refs);
-    let cited: String = refs()
-        .filter_map(|r| evidence.iter().find(|e| e.id == r.evidence_id))
-        .map(|e| e.text.to_lowercase())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let quotes: String = refs()
-        .map(|r| r.quote.to_lowercase())
-        .collect::<Vec<_>>()
-        .join(" ");
+    let refs: Vec<&EvidenceRef> = action
+        .supported_facts
+        .iter()
+        .flat_map(|f| &f.evidence_refs)
+        .collect();
+    let (cited, quotes) = cited_and_quoted(&refs, evidence);
     let terms = answer_terms(answer);
     let uncovered: Vec<&String> = terms
         .iter()
@@ -397,21 +399,10 @@ fn check_fact(
         ));
     }
     let (refs, quote_chars) = check_refs(n, f, evidence, caps, problems);
-    let quotes: String = f
-        .evidence_refs
-        .iter()
-        .map(|r| r.quote.to_lowercase())
-        .collect::<Vec<_>>()
-        .join(" ");
     // Numbers and relation words must be in the quotes; a name may instead be in a cited
     // passage (the quote often leaves out the subject the passage is about).
-    let cited: String = f
-        .evidence_refs
-        .iter()
-        .filter_map(|r| evidence.iter().find(|e| e.id == r.evidence_id))
-        .map(|e| e.text.to_lowercase())
-        .collect::<Vec<_>>()
-        .join(" ");
+    let cites: Vec<&EvidenceRef> = f.evidence_refs.iter().collect();
+    let (cited, quotes) = cited_and_quoted(&cites, evidence);
     let uncovered: Vec<String> = key_terms(&f.fact)
         .into_iter()
         .filter(|t| {
@@ -519,7 +510,6 @@ fn check_fields(action: &GroundedAction, problems: &mut Vec<String>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::schema::EvidenceRef;
     use super::*;
 
     fn ev(id: &str, text: &str) -> Evidence {
