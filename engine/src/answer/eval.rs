@@ -151,6 +151,13 @@ pub struct EvalItem {
     pub unsupported_terms: Vec<String>,
     /// A span the answer repeats, if any.
     pub repeated_span: Option<String>,
+    /// A passage shown contains a gold answer (answerable questions).
+    pub gold_in_evidence: bool,
+    /// Rank (from 1) of the reader's first span that contains a gold answer, among the spans
+    /// kept with the first round (answerable questions).
+    pub gold_span_rank: Option<usize>,
+    /// The reader's best spans of the first round: `score dense lexical lead Eid: text`.
+    pub spans: Vec<String>,
 }
 
 /// The summary.
@@ -196,6 +203,10 @@ pub struct EvalSummary {
     pub unsupported_answers: usize,
     /// Answers (not abstentions) that repeat a span of four or more words.
     pub looping_answers: usize,
+    /// Answerable questions with a gold answer in a passage shown (what retrieval allowed).
+    pub gold_in_evidence: usize,
+    /// Answerable questions whose reader's best span contains a gold answer.
+    pub gold_in_best_span: usize,
     /// Mean seconds per question.
     pub avg_seconds: f64,
     /// Mean ms per grammar mask.
@@ -228,6 +239,9 @@ impl EvalSummary {
             quotes: Vec::new(),
             unsupported_terms: Vec::new(),
             repeated_span: None,
+            gold_in_evidence: false,
+            gold_span_rank: None,
+            spans: Vec::new(),
         };
         match outcome {
             Err(e) => {
@@ -283,6 +297,34 @@ impl EvalSummary {
                     self.looping_answers += usize::from(item.repeated_span.is_some());
                 }
                 item.evidence_ids = a.evidence.iter().map(|e| e.id.clone()).collect();
+                if let Some(r) = a.rounds.first() {
+                    item.spans = r
+                        .spans
+                        .iter()
+                        .map(|s| {
+                            let id = a.evidence.get(s.passage).map_or("?", |e| e.id.as_str());
+                            format!(
+                                "{:.3} {:.3} {:.3} {:.3} {id}: {}",
+                                s.score, s.dense, s.lexical, s.lead, s.text
+                            )
+                        })
+                        .collect();
+                    if answerable {
+                        item.gold_span_rank = r
+                            .spans
+                            .iter()
+                            .position(|s| contains_gold(&s.text, &q.answers))
+                            .map(|i| i + 1);
+                    }
+                }
+                if answerable {
+                    item.gold_in_evidence = a
+                        .evidence
+                        .iter()
+                        .any(|e| contains_gold(&e.text, &q.answers));
+                    self.gold_in_evidence += usize::from(item.gold_in_evidence);
+                    self.gold_in_best_span += usize::from(item.gold_span_rank == Some(1));
+                }
                 item.quotes = a
                     .facts
                     .iter()

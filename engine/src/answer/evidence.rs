@@ -34,6 +34,15 @@ pub struct BriefLimits {
     pub doc_chars: usize,
     /// Characters over all passages (every round together).
     pub total_chars: usize,
+    /// Characters of the next chunk in the chapter appended to each passage (within
+    /// `doc_chars`): the answer often follows the sentence a question was written from, and a
+    /// chunk boundary must not cut the two apart.
+    #[serde(default = "default_next_chars")]
+    pub next_chars: usize,
+}
+
+fn default_next_chars() -> usize {
+    200
 }
 
 /// Makes user and corpus text safe to place in a prompt: control characters become spaces
@@ -232,6 +241,7 @@ mod tests {
     #[test]
     fn extend_numbers_dedupes_and_respects_budgets() {
         let lim = BriefLimits {
+            next_chars: 0,
             top_k: 2,
             doc_chars: 10,
             total_chars: 1000,
@@ -252,6 +262,7 @@ mod tests {
         assert_eq!((shown[2].id.as_str(), shown[2].chunk), ("E3", 9));
         assert_eq!(extend(&mut shown, &hits, &lim), 0);
         let tight = BriefLimits {
+            next_chars: 0,
             top_k: 10,
             doc_chars: 1000,
             total_chars: 100,

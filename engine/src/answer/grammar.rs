@@ -20,6 +20,7 @@ use llguidance::toktrie::{TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 use llguidance::{Matcher, ParserFactory};
 
 use super::evidence::Evidence;
+use super::reader::Span;
 use super::validate::{Caps, CJK_FUNCTION_CHARS, FUNCTION_WORDS};
 use crate::error::{EngineError, Result};
 use crate::generate::{now_ms, Constraint, Step};
@@ -276,11 +277,15 @@ fn grounded_answer_lexeme(evidence: &[Evidence], chars: usize) -> String {
 }
 
 /// The Lark grammar of `grounded_action_v1` for this evidence and `question` (module docs).
+/// With the reader's `choices` (extractive and evidence first), an answer is one of those
+/// spans: its first fact quotes the span from its passage, states it as the fact, and gives it
+/// as the final answer.
 pub fn build_grammar(
     evidence: &[Evidence],
     caps: &Caps,
     text: &TextCaps,
     question: &str,
+    choices: &[&Span],
 ) -> Result<String> {
     let q = |s: &str| lit(s);
     let mut g = String::from("%llguidance {}\n");
@@ -300,7 +305,39 @@ pub fn build_grammar(
             String::new()
         };
         let tied = text.evidence_first && text.answer_style == AnswerStyle::Extractive;
-        if tied {
+        let choices: Vec<&&Span> = choices
+            .iter()
+            .filter(|s| s.passage < evidence.len() && !s.text.trim().is_empty())
+            .collect();
+        if tied && !choices.is_empty() {
+            let alts: Vec<String> = (0..choices.len()).map(|j| format!("answer_s{j}")).collect();
+            g += &format!("answer: {}\n", alts.join(" | "));
+            for (j, s) in choices.iter().enumerate() {
+                let span = q(&s.text);
+                let quote = q(&super::reader::quote_of(
+                    &s.text,
+                    question,
+                    caps.quote_chars,
+                ));
+                g += &format!(
+                    "answer_s{j}: {} {} {quote} {} ({} ref){{0,{}}} {} {span} {} ({} fact){{0,{facts_more}}} {} {inferred} {} {span} {}\n",
+                    q("{\"next_action\":\"answer_directly\",\"supported_facts\":["),
+                    q(&format!(
+                        "{{\"evidence_refs\":[{{\"evidence_id\":\"{}\",\"quote\":\"",
+                        evidence[s.passage].id
+                    )),
+                    q("\"}"),
+                    q(","),
+                    caps.refs_per_fact.saturating_sub(1),
+                    q("],\"fact\":\""),
+                    q("\"}"),
+                    q(","),
+                    q("],\"inferred_facts\":["),
+                    q("],\"final_answer\":\""),
+                    q("\"}"),
+                );
+            }
+        } else if tied {
             // The passage the first fact cites first is the one its text and the final answer
             // are spans of: one branch per passage, chosen by that first evidence id.
             let alts: Vec<String> = (0..evidence.len()).map(|i| format!("answer_{i}")).collect();

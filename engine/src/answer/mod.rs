@@ -3,15 +3,18 @@
 //!
 //! 1. question → retrieval (dense + BM25 + graph, fused) → evidence brief `[E1] …`
 //!    (weak retrieval — the best dense cosine under a calibrated threshold — abstains at once);
-//! 2. the model writes `grounded_action_v1` JSON, under a per-question grammar by default
-//!    ([`grammar`]), or free with ASA's truncation recovery ([`recover`]);
-//! 3. every answer is checked ([`validate`]): ids exist, quotes are verbatim, key terms quoted;
-//! 4. a failed check or `retrieve_more` searches again (at most `max_rounds`; a round that
+//! 2. the extractive reader ([`reader`]) ranks the answer-sized spans of the brief, puts the
+//!    passages with the best spans first, and abstains when no span is likely to answer;
+//! 3. the model writes `grounded_action_v1` JSON, under a per-question grammar by default
+//!    ([`grammar`]: the answer is one of the reader's best spans, quoted from its passage), or
+//!    free with ASA's truncation recovery ([`recover`]);
+//! 4. every answer is checked ([`validate`]): ids exist, quotes are verbatim, key terms quoted;
+//! 5. a failed check or `retrieve_more` searches again (at most `max_rounds`; a round that
 //!    finds nothing new ends the loop); at the end, failure abstains with the best snippets.
 //!
 //! [`ask`] runs these stages as the methods of a small state carried from round to round
 //! (`rounds.rs`), each over its own module: retrieve ([`Retriever::search`]) → evidence
-//! ([`evidence::extend`], [`evidence::shortfall`]) → prompt ([`prompt::fit_grounded`]) →
+//! ([`evidence::extend`], [`evidence::shortfall`]) → read ([`reader`]) → prompt ([`prompt::fit_grounded`]) →
 //! constrained generation ([`Llm`], `generation.rs`) → recover and validate
 //! ([`recover::parse_action`], [`validate::check`]) → next round (`rounds::next_round`). The
 //! refiner and ReAct protocols ([`modes`]) take over after the first brief.
@@ -22,6 +25,7 @@ mod generation;
 pub mod grammar;
 pub mod modes;
 pub mod prompt;
+pub mod reader;
 pub mod recover;
 mod rounds;
 pub mod schema;
@@ -86,6 +90,9 @@ pub struct AskConfig {
     pub caps: Caps,
     /// Free-text token caps under the grammar.
     pub text_caps: TextCaps,
+    /// The extractive reader: answer spans ranked before generation, and the answer-confidence
+    /// floor under which the pipeline abstains ([`reader`]).
+    pub reader: reader::ReaderConfig,
     /// Constrained decoding on (`--no-grammar` turns it off).
     pub grammar: bool,
     /// Longest question accepted, in characters.
@@ -114,11 +121,13 @@ impl Default for AskConfig {
                 top_k: 6,
                 doc_chars: 600,
                 total_chars: 6000,
+                next_chars: 200,
             },
             search_k: 10,
             weak_dense: default_weak_dense(),
             caps: Caps::default(),
             text_caps: TextCaps::default(),
+            reader: reader::ReaderConfig::default(),
             grammar: true,
             max_question_chars: 2000,
             web_context: false,
@@ -181,6 +190,9 @@ pub struct Round {
     pub problems: Vec<String>,
     /// Tokens generated.
     pub tokens: usize,
+    /// The reader's best spans over the evidence shown so far, best first (at most eight).
+    #[serde(default)]
+    pub spans: Vec<reader::Span>,
 }
 
 impl Round {
@@ -195,6 +207,7 @@ impl Round {
             action: None,
             problems: Vec::new(),
             tokens: 0,
+            spans: Vec::new(),
         }
     }
 }
@@ -350,7 +363,12 @@ pub async fn ask<B: Backend>(
     for round in 1..=rounds {
         // 1. Retrieve and extend the brief (no new passage, or weak retrieval, abstains).
         let hits = run.retrieve(llm.backend, retriever).await?;
-        let Some(mut r) = run.brief(&hits, retriever.weak_floor(cfg), round) else {
+        let Some(r) = run.brief(&hits, retriever.weak_floor(cfg), round) else {
+            break;
+        };
+        // 2. Read: rank the answer spans, put the best passages first, abstain when no span
+        //    is likely to answer.
+        let Some(mut r) = run.read_spans(llm.backend, retriever, r, round).await? else {
             break;
         };
         // The refiner and ReAct protocols take over from the first brief.
@@ -358,14 +376,14 @@ pub async fn ask<B: Backend>(
             run.hand_over(&mut llm, retriever, r, &mut on_text).await?;
             return Ok(run.finish(t_start));
         }
-        // 2. Prompt (dropping the last passages if the context cannot hold them) and generate.
+        // 3. Prompt (dropping the last passages if the context cannot hold them) and generate.
         let shown = run.generate(&mut llm, &mut r, &mut on_text).await?;
-        // 3. Read and check; an action that stands ends the rounds, others search again.
+        // 4. Read and check; an action that stands ends the rounds, others search again.
         if run.read(r, shown, round == rounds).is_break() {
             break;
         }
     }
-    // 4. The final action.
+    // 5. The final action.
     run.conclude();
     Ok(run.finish(t_start))
 }

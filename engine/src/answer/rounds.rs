@@ -4,11 +4,13 @@
 //!
 //! 1. [`Rounds::retrieve`] searches; [`Rounds::brief`] extends the brief and stops on empty or
 //!    weak retrieval ([`evidence::shortfall`]);
-//! 2. [`Rounds::generate`] fits the prompt to the context ([`prompt::fit_grounded`]) and
+//! 2. [`Rounds::read_spans`] ranks the answer spans ([`reader`]), orders the round's passages
+//!    by them, and stops when no span is likely to answer;
+//! 3. [`Rounds::generate`] fits the prompt to the context ([`prompt::fit_grounded`]) and
 //!    generates under the brief's grammar ([`Llm::generate`]);
-//! 3. [`Rounds::read`] recovers the action ([`recover::parse_action`]), checks it
+//! 4. [`Rounds::read`] recovers the action ([`recover::parse_action`]), checks it
 //!    ([`validate::check`]) and decides what follows ([`next_round`]);
-//! 4. [`Rounds::conclude`] turns the action that stands into the answer.
+//! 5. [`Rounds::conclude`] turns the action that stands into the answer.
 //!
 //! The refiner and ReAct protocols take over after the first brief ([`Rounds::hand_over`]).
 
@@ -19,6 +21,7 @@ use super::generation::{Llm, Spent};
 use super::grammar::{self, Closers};
 use super::modes::{self, ModeOutcome};
 use super::prompt::{self, Fitted, Room};
+use super::reader::{self, Span};
 use super::schema::{GroundedAction, Hypothesis, NextAction};
 use super::validate::{self, Checked};
 use super::{recover, Answer, AskConfig, FinalFact, Mode, Retriever, Round, Timings};
@@ -103,6 +106,8 @@ pub(crate) struct Rounds<'c> {
     hypothesis: Option<Hypothesis>,
     /// The action that ended the rounds, with its checks.
     finished: Option<(GroundedAction, Checked)>,
+    /// The reader's spans over the evidence shown so far, best first.
+    spans: Vec<Span>,
 }
 
 impl<'c> Rounds<'c> {
@@ -127,17 +132,29 @@ impl<'c> Rounds<'c> {
             query: question,
             hypothesis: None,
             finished: None,
+            spans: Vec::new(),
         }
     }
 
-    /// Retrieve: searches for the round's query (the time is added to the retrieval time).
+    /// Retrieve: searches for the round's query (the time is added to the retrieval time);
+    /// each hit's text runs on into the first `brief.next_chars` characters of the next chunk
+    /// of its chapter.
     pub async fn retrieve<B: Backend>(
         &mut self,
         b: &B,
         retriever: &Retriever<'_, B>,
     ) -> Result<Vec<Hit>> {
         let t0 = now_ms();
-        let hits = retriever.search(b, &self.query, self.cfg.search_k).await?;
+        let mut hits = retriever.search(b, &self.query, self.cfg.search_k).await?;
+        // Each passage runs on into the start of the next chunk of its chapter.
+        let more = self.cfg.brief.next_chars;
+        for h in hits.iter_mut().filter(|_| more > 0) {
+            let next = retriever.index.neighbor(h.id, 1);
+            if let Some(c) = next.and_then(|n| retriever.index.chunk(n)) {
+                h.text.push('\n');
+                h.text.push_str(&evidence::cut_chars(c.new_text(), more));
+            }
+        }
         self.out.timings.retrieval_ms += now_ms() - t0;
         Ok(hits)
     }
@@ -158,6 +175,65 @@ impl<'c> Rounds<'c> {
                 self.out.abstain_reason = Some(reason);
                 None
             }
+        }
+    }
+
+    /// Read: ranks the answer spans of every passage shown ([`reader`]), orders this round's
+    /// passages by their best span (renumbering them), and ends the question in the first
+    /// round when the best span scores under the reader's floor for the embedder's kind
+    /// (`None`: the round is recorded and the answer abstains).
+    pub async fn read_spans<B: Backend>(
+        &mut self,
+        b: &B,
+        retriever: &Retriever<'_, B>,
+        mut r: Round,
+        round: usize,
+    ) -> Result<Option<Round>> {
+        let cfg = self.cfg;
+        let t0 = now_ms();
+        let question = &self.out.question;
+        let asked = reader::question_terms(question, retriever.index.bm25());
+        let max = grammar::answer_chars(question, cfg.text_caps.answer_chars);
+        let mut spans = reader::candidates(
+            &self.out.evidence,
+            &asked,
+            max,
+            cfg.text_caps.quote_min_chars,
+        );
+        let dense = match retriever.embedder {
+            Some(e) if !spans.is_empty() => {
+                let q = e.embed_query(b, question).await?;
+                let texts: Vec<&str> = spans.iter().map(|s| s.text.as_str()).collect();
+                e.embed_passages(b, &texts)
+                    .await?
+                    .iter()
+                    .map(|v| v.iter().zip(&q).map(|(x, y)| x * y).sum())
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        reader::rank(&mut spans, &dense);
+        let from = self.out.evidence.len() - r.evidence.len();
+        reader::reorder(&mut self.out.evidence, &mut spans, from);
+        r.evidence = self.out.evidence[from..].to_vec();
+        r.spans = spans.iter().take(8).cloned().collect();
+        self.out.timings.retrieval_ms += now_ms() - t0;
+        let kind = retriever.embedder.map_or("none", |e| e.spec.kind.as_str());
+        let best = spans.first().map_or(f32::MIN, |s| s.score);
+        self.spans = spans;
+        match cfg.reader.floor.get(kind) {
+            Some(&floor) if round == 1 && best < floor => {
+                let why = if best == f32::MIN {
+                    "no passage shown holds a span that could answer".to_string()
+                } else {
+                    format!("no span likely answers: best reader score {best:.3} < {floor:.3}")
+                };
+                r.problems.push(why.clone());
+                self.out.rounds.push(r);
+                self.out.abstain_reason = Some(why);
+                Ok(None)
+            }
+            _ => Ok(Some(r)),
         }
     }
 
@@ -185,12 +261,16 @@ impl<'c> Rounds<'c> {
             stop: Vec::new(),
         };
         let g = match llm.vocab {
-            Some(_) => Some(grammar::build_grammar(
-                &self.out.evidence[..shown],
-                &cfg.caps,
-                &cfg.text_caps,
-                &self.out.question,
-            )?),
+            Some(_) => {
+                let choices = reader::choices(&self.spans, shown, cfg.reader.choices);
+                Some(grammar::build_grammar(
+                    &self.out.evidence[..shown],
+                    &cfg.caps,
+                    &cfg.text_caps,
+                    &self.out.question,
+                    &choices,
+                )?)
+            }
             None => None,
         };
         let grammar = g.as_deref().map(|g| (g, Closers::JSON));
