@@ -209,11 +209,11 @@ pub fn content_words(fact: &str) -> Vec<String> {
             out.push(w);
         }
     }
-    let cjk: Vec<char> = fact
-        .chars()
-        .filter(|c| super::prompt::has_cjk(&c.to_string()))
-        .collect();
-    for p in cjk.windows(2) {
+    // Bigrams within runs of CJK letters: punctuation between two characters ends a run (a
+    // bigram across `，` is no word and occurs nowhere in the text).
+    let chars: Vec<char> = fact.chars().collect();
+    let letter = |c: &char| c.is_alphanumeric() && super::prompt::has_cjk(&c.to_string());
+    for p in chars.windows(2).filter(|p| p.iter().all(letter)) {
         let b: String = p.iter().collect();
         if !out.contains(&b) {
             out.push(b);
@@ -510,6 +510,17 @@ fn check_fields(action: &GroundedAction, problems: &mut Vec<String>) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cjk_bigrams_do_not_cross_punctuation() {
+        let w = content_words("只有一女，乳名英莲。");
+        assert!(w.contains(&"英莲".to_string()), "{w:?}");
+        assert!(
+            !w.iter()
+                .any(|b| b.contains('，') || b == "女乳" || b == "莲。"),
+            "{w:?}"
+        );
+    }
+
     use super::*;
 
     fn ev(id: &str, text: &str) -> Evidence {
