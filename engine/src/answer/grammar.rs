@@ -309,33 +309,39 @@ pub fn build_grammar(
             .iter()
             .filter(|s| s.passage < evidence.len() && !s.text.trim().is_empty())
             .collect();
+        // A tied answer branch: its first fact opens with the citation `first_ref`, states
+        // `said`, and the final answer repeats `said` after any further facts.
+        let tied_branch = |name: &str, first_ref: &str, said: &str| {
+            format!(
+                "{name}: {} {} {first_ref} ({} ref){{0,{}}} {} {said} {} ({} fact){{0,{facts_more}}} {} {inferred} {} {said} {}\n",
+                q("{\"next_action\":\"answer_directly\",\"supported_facts\":["),
+                q("{\"evidence_refs\":["),
+                q(","),
+                caps.refs_per_fact.saturating_sub(1),
+                q("],\"fact\":\""),
+                q("\"}"),
+                q(","),
+                q("],\"inferred_facts\":["),
+                q("],\"final_answer\":\""),
+                q("\"}"),
+            )
+        };
         if tied && !choices.is_empty() {
+            // The reader's spans: each branch quotes its span from its passage and states it.
             let alts: Vec<String> = (0..choices.len()).map(|j| format!("answer_s{j}")).collect();
             g += &format!("answer: {}\n", alts.join(" | "));
             for (j, s) in choices.iter().enumerate() {
-                let span = q(&s.text);
-                let quote = q(&super::reader::quote_of(
-                    &s.text,
-                    question,
-                    caps.quote_chars,
-                ));
-                g += &format!(
-                    "answer_s{j}: {} {} {quote} {} ({} ref){{0,{}}} {} {span} {} ({} fact){{0,{facts_more}}} {} {inferred} {} {span} {}\n",
-                    q("{\"next_action\":\"answer_directly\",\"supported_facts\":["),
+                let quote = super::reader::quote_of(&s.text, question, caps.quote_chars);
+                let first_ref = format!(
+                    "{} {} {}",
                     q(&format!(
-                        "{{\"evidence_refs\":[{{\"evidence_id\":\"{}\",\"quote\":\"",
+                        "{{\"evidence_id\":\"{}\",\"quote\":\"",
                         evidence[s.passage].id
                     )),
-                    q("\"}"),
-                    q(","),
-                    caps.refs_per_fact.saturating_sub(1),
-                    q("],\"fact\":\""),
-                    q("\"}"),
-                    q(","),
-                    q("],\"inferred_facts\":["),
-                    q("],\"final_answer\":\""),
+                    q(&quote),
                     q("\"}"),
                 );
+                g += &tied_branch(&format!("answer_s{j}"), &first_ref, &q(&s.text));
             }
         } else if tied {
             // The passage the first fact cites first is the one its text and the final answer
@@ -343,18 +349,10 @@ pub fn build_grammar(
             let alts: Vec<String> = (0..evidence.len()).map(|i| format!("answer_{i}")).collect();
             g += &format!("answer: {}\n", alts.join(" | "));
             for i in 0..evidence.len() {
-                g += &format!(
-                    "answer_{i}: {} {} ref_{i} ({} ref){{0,{}}} {} A{i} {} ({} fact){{0,{facts_more}}} {} {inferred} {} A{i} {}\n",
-                    q("{\"next_action\":\"answer_directly\",\"supported_facts\":["),
-                    q("{\"evidence_refs\":["),
-                    q(","),
-                    caps.refs_per_fact.saturating_sub(1),
-                    q("],\"fact\":\""),
-                    q("\"}"),
-                    q(","),
-                    q("],\"inferred_facts\":["),
-                    q("],\"final_answer\":\""),
-                    q("\"}"),
+                g += &tied_branch(
+                    &format!("answer_{i}"),
+                    &format!("ref_{i}"),
+                    &format!("A{i}"),
                 );
             }
         } else {
