@@ -156,11 +156,22 @@ pub struct Retriever<'a, B: Backend> {
 impl<B: Backend> Retriever<'_, B> {
     /// Embeds `query` (when there is an embedder) and searches every source for `k` passages.
     pub async fn search(&self, b: &B, query: &str, k: usize) -> Result<Vec<Hit>> {
+        Ok(self.search_embedded(b, query, k).await?.0)
+    }
+
+    /// [`Retriever::search`], also returning the query's vector (`None` without an embedder).
+    pub async fn search_embedded(
+        &self,
+        b: &B,
+        query: &str,
+        k: usize,
+    ) -> Result<(Vec<Hit>, Option<Vec<f32>>)> {
         let qv = match self.embedder {
             Some(e) => Some(e.embed_query(b, query).await?),
             None => None,
         };
-        Ok(self.index.search(query, qv.as_deref(), k, Sources::ALL)?)
+        let hits = self.index.search(query, qv.as_deref(), k, Sources::ALL)?;
+        Ok((hits, qv))
     }
 
     /// The weak-retrieval threshold of `cfg` for the embedder's kind (`None`: no embedder, or

@@ -108,6 +108,8 @@ pub(crate) struct Rounds<'c> {
     finished: Option<(GroundedAction, Checked)>,
     /// The reader's spans over the evidence shown so far, best first.
     spans: Vec<Span>,
+    /// The question's vector, from the first search (the reader scores spans against it).
+    question_vec: Option<Vec<f32>>,
 }
 
 impl<'c> Rounds<'c> {
@@ -133,6 +135,7 @@ impl<'c> Rounds<'c> {
             hypothesis: None,
             finished: None,
             spans: Vec::new(),
+            question_vec: None,
         }
     }
 
@@ -145,7 +148,12 @@ impl<'c> Rounds<'c> {
         retriever: &Retriever<'_, B>,
     ) -> Result<Vec<Hit>> {
         let t0 = now_ms();
-        let mut hits = retriever.search(b, &self.query, self.cfg.search_k).await?;
+        let (mut hits, qv) = retriever
+            .search_embedded(b, &self.query, self.cfg.search_k)
+            .await?;
+        if self.query == self.out.question && self.question_vec.is_none() {
+            self.question_vec = qv;
+        }
         // Each passage runs on into the start of the next chunk of its chapter.
         let more = self.cfg.brief.next_chars;
         for h in hits.iter_mut().filter(|_| more > 0) {
@@ -202,12 +210,15 @@ impl<'c> Rounds<'c> {
         );
         let dense = match retriever.embedder {
             Some(e) if !spans.is_empty() => {
-                let q = e.embed_query(b, question).await?;
+                if self.question_vec.is_none() {
+                    self.question_vec = Some(e.embed_query(b, question).await?);
+                }
+                let q = self.question_vec.as_deref().unwrap_or_default();
                 let texts: Vec<&str> = spans.iter().map(|s| s.text.as_str()).collect();
                 e.embed_passages(b, &texts)
                     .await?
                     .iter()
-                    .map(|v| v.iter().zip(&q).map(|(x, y)| x * y).sum())
+                    .map(|v| v.iter().zip(q).map(|(x, y)| x * y).sum())
                     .collect()
             }
             _ => Vec::new(),
