@@ -218,8 +218,8 @@ fn grammar_properties(name: &str, tok: &Tokenizer, n_vocab: usize) {
         .collect();
     // The defaults with the reader's three best spans (lexical scores only).
     let bm = Bm25Index::build(ev.iter().map(|e| e.text.as_str()), Default::default());
-    let asked = reader::question_terms(QUESTION, &bm);
-    let mut spans = reader::candidates(&ev, &asked, answer_chars(QUESTION, 400), 12);
+    let asked = reader::Asked::new(QUESTION, &bm, None);
+    let mut spans = reader::candidates(&ev, &asked, None, answer_chars(QUESTION, 400), 12);
     reader::rank(&mut spans, &[]);
     let choices = reader::choices(&spans, ev.len(), 3);
     assert_eq!(choices.len(), 3, "{spans:?}");

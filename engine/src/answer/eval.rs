@@ -213,6 +213,10 @@ pub struct EvalSummary {
     pub mask_ms_mean: f64,
     /// Worst ms for one grammar mask.
     pub mask_ms_max: f64,
+    /// Resident memory of the process in MiB after the first question and after the last
+    /// (the soak's check: no growth beyond the first question's allocations; `None` where the
+    /// platform does not report it).
+    pub resident_mib: Option<[f64; 2]>,
     /// Per question.
     pub items: Vec<EvalItem>,
 }
@@ -436,6 +440,12 @@ impl EvalSummary {
             pct(self.looping_answers, answers),
         );
         row("avg latency", format!("{:.1} s", self.avg_seconds));
+        if let Some([first, last]) = self.resident_mib {
+            row(
+                "resident memory after the first / last question",
+                format!("{first:.1} / {last:.1} MiB"),
+            );
+        }
         row(
             "grammar mask",
             format!(

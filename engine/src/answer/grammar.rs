@@ -191,8 +191,9 @@ fn chunks(text: &str) -> Vec<String> {
     out
 }
 
-/// Answer length cap for `question`: a short answer for who / what / where / when / which /
-/// how many, a longer one for why / how / describe questions.
+/// Answer length cap for `question`, in characters: a short answer (100) for who / what /
+/// where / when / which / how many, a longer one (200) for why / how / describe questions;
+/// half of each for a Chinese question.
 pub fn answer_chars(question: &str, cap: usize) -> usize {
     let q = question.trim_start().to_lowercase();
     let long = [
@@ -208,7 +209,10 @@ pub fn answer_chars(question: &str, cap: usize) -> usize {
         || ["为什么", "为何", "怎么", "如何", "怎样"]
             .iter()
             .any(|w| q.contains(w));
-    cap.min(if long { 200 } else { 100 })
+    // A CJK character carries about what two English letters do: half the cap.
+    let cjk = super::prompt::has_cjk(question);
+    let chars = if long { 200 } else { 100 } / if cjk { 2 } else { 1 };
+    cap.min(chars)
 }
 
 /// The words a grounded final answer may be built from: every word of `evidence` (runs of
@@ -542,5 +546,21 @@ impl Constraint for GrammarConstraint {
         }
         self.matcher.consume_token(id).map_err(|e| self.err(e))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answer_chars;
+
+    #[test]
+    fn answer_caps_by_question_kind_and_script() {
+        assert_eq!(answer_chars("Who did Alice follow?", 400), 100);
+        assert_eq!(answer_chars("Why did Alice sneeze?", 400), 200);
+        assert_eq!(answer_chars("How many legs?", 400), 100);
+        assert_eq!(answer_chars("尤三姐是怎样死的？", 400), 100);
+        assert_eq!(answer_chars("黛玉的母亲是谁？", 400), 50);
+        // The configured cap wins when it is smaller.
+        assert_eq!(answer_chars("Why did Alice sneeze?", 60), 60);
     }
 }

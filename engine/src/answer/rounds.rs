@@ -22,6 +22,10 @@ use super::grammar::{self, Closers};
 use super::modes::{self, ModeOutcome};
 use super::prompt::{self, Fitted, Room};
 use super::reader::{self, Span};
+
+/// Tokens of the grounded JSON around the reader's answer (keys, the action, an id, the
+/// closing brackets) kept free beside the three copies of the answer.
+const FORCED_OVERHEAD: usize = 128;
 use super::schema::{GroundedAction, Hypothesis, NextAction};
 use super::validate::{self, Checked};
 use super::{recover, Answer, AskConfig, FinalFact, Mode, Retriever, Round, Timings};
@@ -200,11 +204,13 @@ impl<'c> Rounds<'c> {
         let cfg = self.cfg;
         let t0 = now_ms();
         let question = &self.out.question;
-        let asked = reader::question_terms(question, retriever.index.bm25());
+        let graph = Some(retriever.index.graph());
+        let asked = reader::Asked::new(question, retriever.index.bm25(), graph);
         let max = grammar::answer_chars(question, cfg.text_caps.answer_chars);
         let mut spans = reader::candidates(
             &self.out.evidence,
             &asked,
+            graph,
             max,
             cfg.text_caps.quote_min_chars,
         );
@@ -258,9 +264,16 @@ impl<'c> Rounds<'c> {
         on_text: impl FnMut(&str) -> bool,
     ) -> Result<usize> {
         let cfg = self.cfg;
+        // The reader's answer is written up to three times (quote, fact, final answer) and
+        // cannot be cut short: the room kept free must hold it, or the output stops before
+        // its JSON closes (a 200-character Chinese span is about 300 SmolLM2 tokens).
+        let mut forced = 0;
+        for s in reader::choices(&self.spans, usize::MAX, cfg.reader.choices) {
+            forced = forced.max(llm.tok.encode(&s.text)?.len());
+        }
         let room = Room {
             budget: cfg.context.min(llm.model.context()),
-            reserve: cfg.max_tokens.min(256),
+            reserve: cfg.max_tokens.min(256).max(FORCED_OVERHEAD + 3 * forced),
             open_brace: llm.vocab.is_none(),
             evidence_first: cfg.text_caps.evidence_first,
         };

@@ -112,3 +112,11 @@ pub fn load<B: Backend>(b: &B, m: &ModelArgs, chunk: usize) -> Result<(Decoder<B
 pub fn open_index(bundle: &Path) -> Result<IndexBundle> {
     IndexBundle::open_dir(bundle).with_context(|| format!("opening {}", bundle.display()))
 }
+
+/// Resident memory of this process in MiB (Linux `VmRSS`; `None` elsewhere).
+pub fn resident_mib() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}

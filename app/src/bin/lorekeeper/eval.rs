@@ -7,7 +7,7 @@ use lorekeeper_engine::answer::eval::{parse_answer_questions, EvalSummary};
 use lorekeeper_engine::Backend;
 
 use crate::ask::{Session, SessionArgs};
-use crate::common::{on_backend, BackendArg};
+use crate::common::{on_backend, resident_mib, BackendArg};
 
 /// Options of `lorekeeper eval`.
 #[derive(clap::Args)]
@@ -20,6 +20,10 @@ pub struct Args {
     /// Only the first N questions
     #[arg(long)]
     limit: Option<usize>,
+    /// Run the set N times in this one process (a soak: 13 × the 81 Alice questions is 1,053
+    /// questions); the summary's `resident_mib` holds the memory after the first and the last
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: u32,
     /// Where the model runs
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
@@ -45,7 +49,10 @@ fn eval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     let mut s = Session::open(b, &a.session)?;
     let mut sum = EvalSummary::default();
     let mut masks = 0usize;
-    for (i, q) in qs.iter().enumerate() {
+    let total = qs.len() * a.repeat as usize;
+    let mut first_mib = None;
+    let runs = (0..a.repeat as usize).flat_map(|_| qs.iter());
+    for (i, q) in runs.enumerate() {
         let t0 = std::time::Instant::now();
         let r = s.ask(b, &q.question, |_| true);
         let secs = t0.elapsed().as_secs_f64();
@@ -55,18 +62,22 @@ fn eval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
                 eprintln!(
                     "[{}/{}] {} {} ({:.1} s): {}",
                     i + 1,
-                    qs.len(),
+                    total,
                     q.id,
                     ans.action_sequence(),
                     secs,
                     ans.answer.chars().take(100).collect::<String>()
                 );
             }
-            Err(e) => eprintln!("[{}/{}] {} error: {e:#}", i + 1, qs.len(), q.id),
+            Err(e) => eprintln!("[{}/{}] {} error: {e:#}", i + 1, total, q.id),
         }
         sum.add(q, r.as_ref().map_err(|e| format!("{e:#}")), secs);
+        if i == 0 {
+            first_mib = resident_mib();
+        }
     }
     sum.finish(masks);
+    sum.resident_mib = first_mib.zip(resident_mib()).map(|(f, l)| [f, l]);
     if json {
         println!("{}", serde_json::to_string_pretty(&sum)?);
     } else {
