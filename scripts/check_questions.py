@@ -65,7 +65,7 @@ import sys
 WS_RE = re.compile(r"\s+")
 CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 CHAPTER_LINE_RE = re.compile(
-    r"^[ \t\u3000]*(CHAPTER [IVXLC]+|第[零〇一二三四五六七八九十百千两0-9]+回)(?=[ \t\u3000]|$)",
+    r"^[ \t\u3000]*(CHAPTER [IVXLC]+|(?:ACT|Act) [IVX0-9]+|第[零〇一二三四五六七八九十百千两0-9]+回)(?=[.]?(?:[ \t\u3000]|$))",
     re.MULTILINE,
 )
 INNER_COMMENT_RE = re.compile(r"【[^【】]*】")
@@ -127,7 +127,8 @@ def strip_commentary(text):
 
 def split_chapters(text):
     """Return list of (label, collapsed_text, nows_text) by chapter headings."""
-    marks = [(m.start(), m.group(1)) for m in CHAPTER_LINE_RE.finditer(text)]
+    # Labels in capitals: the Gutenberg Hamlet prints `ACT I.` but `Act II.`.
+    marks = [(m.start(), m.group(1).upper()) for m in CHAPTER_LINE_RE.finditer(text)]
     chapters = []
     if not marks:
         return chapters

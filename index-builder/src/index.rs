@@ -44,7 +44,7 @@ pub struct IndexOptions {
 }
 
 impl IndexOptions {
-    /// Defaults: ASA's chunking (≤ 420 characters, one segment of overlap).
+    /// Defaults: chunks of ≤ 600 characters with one segment of overlap ([`ChunkConfig`]).
     pub fn new(corpus: Vec<PathBuf>, embedder: Option<PathBuf>, out: &Path) -> Self {
         IndexOptions {
             corpus,

@@ -191,3 +191,77 @@ fn chinese_index_with_multilingual_e5() {
         assert!(dense[0].text.contains(want), "dense {q}: {dense:#?}");
     }
 }
+
+fn text_asset(name: &str) -> Vec<u8> {
+    let p = minilm().join("../texts").join(name);
+    std::fs::read(&p).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run `python3 scripts/fetch-assets.py alice tempest hamlet botchan` (test.sh does)",
+            p.display()
+        )
+    })
+}
+
+/// The Gutenberg plays of the evaluation sets read as scripts: acts are chapters, scenes are
+/// scenes, every speech has the speaker a reader names (abbreviated cues spelled out from the
+/// cast list); the novels stay prose.
+#[test]
+fn plays_from_the_asset_cache_read_as_scripts() {
+    use lorekeeper_engine::retrieval::{ingest, IngestOptions, Segment};
+    use std::collections::BTreeSet;
+    let read = |name: &str| -> Vec<Segment> {
+        ingest(name, &text_asset(name), &IngestOptions::default()).expect(name)
+    };
+    let speakers = |segs: &[Segment]| -> BTreeSet<String> {
+        segs.iter().filter_map(|s| s.speaker.clone()).collect()
+    };
+    let places = |segs: &[Segment]| -> BTreeSet<(String, Option<String>)> {
+        segs.iter()
+            .map(|s| (s.chapter.clone(), s.scene.clone()))
+            .collect()
+    };
+
+    let tempest = read("tempest_gut.txt");
+    let acts: BTreeSet<&str> = tempest.iter().map(|s| s.chapter.as_str()).collect();
+    assert_eq!(
+        acts,
+        ["ACT 1", "ACT 2", "ACT 3", "ACT 4", "ACT 5", "tempest_gut"].into()
+    );
+    assert_eq!(places(&tempest).len(), 10, "{:?}", places(&tempest));
+    let who = speakers(&tempest);
+    for name in [
+        "Prospero",
+        "Miranda",
+        "Ariel",
+        "Caliban",
+        "Boatswain",
+        "Gonzalo",
+    ] {
+        assert!(who.contains(name), "{name} not among {who:?}");
+    }
+    let spoken = tempest.iter().filter(|s| s.speaker.is_some()).count();
+    assert!(
+        spoken * 10 > tempest.len() * 7,
+        "{spoken} of {}",
+        tempest.len()
+    );
+
+    let hamlet = read("hamlet_gut.txt");
+    let who = speakers(&hamlet);
+    for name in [
+        "Hamlet",
+        "Horatio",
+        "Bernardo",
+        "Rosencrantz",
+        "Guildenstern",
+        "Polonius",
+    ] {
+        assert!(who.contains(name), "{name} not among {who:?}");
+    }
+    assert!(!who.contains("Hor") && !who.contains("Lords"), "{who:?}");
+    assert!(places(&hamlet).len() >= 20, "{:?}", places(&hamlet));
+
+    for novel in ["alice29.txt", "botchan.txt"] {
+        assert!(speakers(&read(novel)).is_empty(), "{novel} read as a play");
+    }
+}

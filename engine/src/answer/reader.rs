@@ -343,8 +343,9 @@ fn quotations(text: &str) -> Vec<&str> {
 /// (a clause ends after `.` `!` `?` `;` `,` `:` `—` or their CJK forms, with any closing quote;
 /// a clause longer than `max` is cut into runs of whole words) that fits, the longest from each
 /// clause on. A window may cross a sentence end: the answer is often the clause after the one
-/// the question was written from. Spans are trimmed verbatim substrings of `text`, at least
-/// `min` characters long, each once.
+/// the question was written from. In a script a window may start at a speaker's label
+/// (`Gonzalo:`, so the span says who speaks) but never runs on into the next speaker's line.
+/// Spans are trimmed verbatim substrings of `text`, at least `min` characters long, each once.
 pub fn spans_of(text: &str, max: usize, min: usize) -> Vec<String> {
     windows(text, max, min)
         .into_iter()
@@ -364,7 +365,10 @@ fn windows(text: &str, max: usize, min: usize) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for i in 0..units.len() {
         let mut j = i;
-        while j + 1 < units.len() && len(units[i].0, units[j + 1].1) <= max {
+        while j + 1 < units.len()
+            && len(units[i].0, units[j + 1].1) <= max
+            && !starts_with_speaker_label(&text[units[j + 1].0..])
+        {
             j += 1;
         }
         let span = text[units[i].0..units[j].1].trim();
@@ -379,6 +383,30 @@ fn windows(text: &str, max: usize, min: usize) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// A clause that is only a script's speaker label, as the index writes it: one to four
+/// capitalised words and a colon (`Gonzalo:`, `First Citizen:`, `P. King:`).
+fn is_speaker_label(clause: &str) -> bool {
+    let Some(name) = clause.trim().strip_suffix(':') else {
+        return false;
+    };
+    let words: Vec<&str> = name.split_whitespace().collect();
+    (1..=4).contains(&words.len())
+        && name.chars().count() <= 32
+        && words.iter().all(|w| {
+            let w = w.strip_suffix('.').unwrap_or(w);
+            w.starts_with(char::is_uppercase)
+                && w.chars()
+                    .all(|c| c.is_alphabetic() || c == '\'' || c == '-')
+        })
+}
+
+/// Does `rest` open with a speaker's label (which may span clauses: `P. King:`)?
+fn starts_with_speaker_label(rest: &str) -> bool {
+    let head: String = rest.chars().take(40).collect();
+    head.find(':')
+        .is_some_and(|colon| is_speaker_label(&head[..=colon]))
 }
 
 /// Byte ranges of the clauses of `text` (see [`spans_of`]), empty ones dropped.
@@ -467,7 +495,11 @@ pub fn question_terms(question: &str, bm25: &Bm25Index) -> Vec<(String, f32)> {
         if FUNCTION_WORDS.contains(&t.as_str()) || out.iter().any(|(u, _)| *u == st) {
             continue;
         }
-        let df = bm25.postings(&t).map_or(1, <[_]>::len);
+        // BM25 indexes stems without stopwords: a stopword is as common as can be.
+        let df = match bm25::term(t.clone()) {
+            Some(term) => bm25.postings(&term).map_or(1, <[_]>::len),
+            None => bm25.len(),
+        };
         out.push((st, bm25.idf(df)));
     }
     out
@@ -672,6 +704,28 @@ mod tests {
             .iter()
             .all(|x| c.contains(x.as_str()) && x.chars().count() <= 10));
         assert!(s.iter().any(|x| x.contains("好生奇怪")), "{s:?}");
+    }
+
+    #[test]
+    fn script_spans_start_at_a_speaker_and_stop_before_the_next() {
+        let t = "Prospero: Twelve year since, Thy father was the Duke of Milan. \
+                 Miranda: Sir, are not you my father? P. King: Faith, I must leave thee.";
+        let s = spans_of(t, 120, 5);
+        assert!(
+            s.contains(&"Prospero: Twelve year since, Thy father was the Duke of Milan.".into()),
+            "{s:?}"
+        );
+        assert!(
+            s.contains(&"Miranda: Sir, are not you my father?".into()),
+            "{s:?}"
+        );
+        for x in &s {
+            let labels = ["Prospero:", "Miranda:", "P. King:"];
+            let inside = labels.iter().filter(|l| x[1..].contains(*l)).count();
+            assert_eq!(inside, 0, "{x:?} runs into another speaker's line");
+        }
+        assert!(is_speaker_label(" First Citizen:") && is_speaker_label("P. King:"));
+        assert!(!is_speaker_label("said the Hatter:") && !is_speaker_label("Alice"));
     }
 
     #[test]

@@ -1,10 +1,17 @@
-//! BM25 over lowercase words and CJK character bigrams.
+//! BM25 over stemmed English words and CJK character bigrams.
 //!
-//! **Terms.** [`tokenize`] lowercases the text and cuts it into runs: a run of alphanumeric
-//! non-CJK characters (Latin letters with diacritics and digits included) is one word term; a run
+//! **Words.** [`tokenize`] lowercases the text and cuts it into runs: a run of alphanumeric
+//! non-CJK characters (Latin letters with diacritics and digits included) is one word; a run
 //! of CJK letters (ideographs, kana, Hangul) gives its overlapping character bigrams, or the
 //! single character when the run is one character long; everything else (spaces, punctuation,
 //! CJK punctuation) separates runs.
+//!
+//! **Terms.** [`terms`] drops [`STOPWORDS`] (English function words and the verbs questions are
+//! asked with: `say`, `tell`, `happen`, …) and reduces the other words to their Snowball English
+//! stems (`drowning` → `drown`); CJK bigrams are kept as they are. On the development sets
+//! (`lorekeeper eval-retrieval`, BM25 alone, 420-character chunks), recall@10 / MRR went from
+//! 0.770 / 0.565 to 0.852 / 0.639 on *Alice* and from 0.567 / 0.369 to 0.733 / 0.526 on *The
+//! Tempest*; a Python prototype of the same change credited about half to each of the two.
 //!
 //! **Score.** For a query with term counts `qtf(t)`:
 //! `score(d) = Σ_t qtf(t) · idf(t) · tf(t,d)·(k1+1) / (tf(t,d) + k1·(1 − b + b·|d|/avgdl))` with
@@ -58,7 +65,178 @@ fn is_cjk_letter(c: char) -> bool {
     is_cjk(c) && c.is_alphanumeric()
 }
 
-/// The terms of `text` (module docs), in order, repeats included.
+/// Words BM25 leaves out (sorted): English function words and question verbs.
+pub const STOPWORDS: [&str; 149] = [
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "ask",
+    "asked",
+    "asks",
+    "at",
+    "be",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "book",
+    "both",
+    "but",
+    "by",
+    "called",
+    "can",
+    "character",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "don",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "happen",
+    "happened",
+    "happens",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "may",
+    "me",
+    "might",
+    "more",
+    "most",
+    "must",
+    "my",
+    "myself",
+    "name",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "s",
+    "said",
+    "same",
+    "say",
+    "says",
+    "shall",
+    "she",
+    "should",
+    "so",
+    "some",
+    "story",
+    "such",
+    "t",
+    "tell",
+    "tells",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "told",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// BM25's terms of `text` (module docs): [`tokenize`]'s words without [`STOPWORDS`], stemmed.
+pub fn terms(text: &str) -> Vec<String> {
+    tokenize(text).into_iter().filter_map(term).collect()
+}
+
+/// The BM25 term of one [`tokenize`] word: `None` for a stopword, else its stem (CJK and digits
+/// unchanged).
+pub fn term(word: String) -> Option<String> {
+    if STOPWORDS.binary_search(&word.as_str()).is_ok() {
+        return None;
+    }
+    if !word.chars().any(|c| c.is_ascii_alphabetic()) || word.chars().any(is_cjk) {
+        return Some(word);
+    }
+    let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    Some(stemmer.stem(&word).into_owned())
+}
+
+/// The words of `text` (module docs), in order, repeats included.
 pub fn tokenize(text: &str) -> Vec<String> {
     let mut terms = Vec::new();
     let mut word = String::new();
@@ -100,7 +278,7 @@ impl Bm25Index {
         let mut index: BTreeMap<String, Vec<Posting>> = BTreeMap::new();
         let mut doc_lens = Vec::new();
         for (doc, text) in docs.into_iter().enumerate() {
-            let terms = tokenize(text);
+            let terms = terms(text);
             doc_lens.push(terms.len() as u32);
             let mut counts: BTreeMap<String, u32> = BTreeMap::new();
             for t in terms {
@@ -161,7 +339,7 @@ impl Bm25Index {
     /// document index. Documents sharing no term with the query are not returned.
     pub fn search(&self, query: &str, k: usize) -> Vec<(u32, f32)> {
         let mut qtf: BTreeMap<String, u32> = BTreeMap::new();
-        for t in tokenize(query) {
+        for t in terms(query) {
             *qtf.entry(t).or_default() += 1;
         }
         let Bm25Params { k1, b } = self.params;
@@ -240,15 +418,41 @@ mod tests {
         assert!(tokenize(" ，。!? ").is_empty());
     }
 
+    #[test]
+    fn terms_drop_stopwords_and_stem() {
+        assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]), "sorted, unique");
+        assert_eq!(
+            terms("Who says the ship was DROWNING? Shipwrecked sailors drowned 42 宝玉"),
+            [
+                "ship",
+                "drown",
+                "shipwreck",
+                "sailor",
+                "drown",
+                "42",
+                "宝玉"
+            ]
+        );
+        assert_eq!(term("the".into()), None);
+        assert_eq!(term("running".into()).as_deref(), Some("run"));
+        // A query word finds the document that holds another form of it.
+        let idx = Bm25Index::build(
+            ["the sailors are drowning", "a quiet island"],
+            Bm25Params::default(),
+        );
+        assert_eq!(idx.search("who drowned?", 5)[0].0, 0);
+        assert!(idx.search("who was it", 5).is_empty());
+    }
+
     /// BM25 straight from the definition, in f64, scanning every document.
     fn brute_force(docs: &[String], query: &str) -> Vec<f64> {
         let (k1, b) = (1.2f64, 0.75f64);
-        let toks: Vec<Vec<String>> = docs.iter().map(|d| tokenize(d)).collect();
+        let toks: Vec<Vec<String>> = docs.iter().map(|d| terms(d)).collect();
         let n = docs.len() as f64;
         let avg = toks.iter().map(|t| t.len() as f64).sum::<f64>() / n;
         toks.iter()
             .map(|doc| {
-                tokenize(query)
+                terms(query)
                     .iter()
                     .map(|q| {
                         let df = toks.iter().filter(|d| d.contains(q)).count() as f64;

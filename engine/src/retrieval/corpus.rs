@@ -52,6 +52,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::{Result, RetrievalError};
+use super::script::Cast;
 
 /// The default limit on one line of input: 1 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 1 << 20;
@@ -289,8 +290,20 @@ pub(crate) fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2FA1F)
 }
 
+/// What a heading starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HeadingKind {
+    /// `CHAPTER I`, `第一回`: a chapter.
+    Chapter,
+    /// `ACT I`, `Actus Primus`: a chapter of a play.
+    Act,
+    /// `SCENE 2`, `Scene II. Elsinore.`: a scene within the chapter or act.
+    Scene,
+}
+
 /// A heading found on one line.
 struct Heading {
+    kind: HeadingKind,
     /// The heading as written, whitespace collapsed (`CHAPTER I.`, `第一回`).
     label: String,
     /// A title on the same line, if any.
@@ -321,7 +334,8 @@ fn collapse_ws(s: &str) -> String {
 }
 
 /// Recognises `CHAPTER I`, `Chapter 12. Title`, `CHAPTER II.`, `Chapter One: Title`,
-/// `第一回 title`, `第1章`.
+/// `第一回 title`, `第1章`; and in plays `ACT 1`, `Act II.`, `Actus Primus.`, `SCENE 2`,
+/// `Scene I. Elsinore.`, `SCENE II.--Another part of the island`.
 fn parse_chapter_heading(line: &str) -> Option<Heading> {
     let line = collapse_ws(line);
     if line.is_empty() || line.chars().count() > MAX_HEADING_CHARS {
@@ -332,9 +346,24 @@ fn parse_chapter_heading(line: &str) -> Option<Heading> {
 
 fn parse_english_heading(line: &str) -> Option<Heading> {
     let (word, rest) = line.split_once(' ')?;
-    if !word.eq_ignore_ascii_case("chapter") {
+    let kind = if word.eq_ignore_ascii_case("chapter") {
+        HeadingKind::Chapter
+    } else if !word.starts_with(char::is_uppercase) {
+        // `act` and `scene` are common words: only capitalised do they head anything.
         return None;
-    }
+    } else if ["act", "actus"]
+        .iter()
+        .any(|w| word.eq_ignore_ascii_case(w))
+    {
+        HeadingKind::Act
+    } else if ["scene", "scena", "scoena"]
+        .iter()
+        .any(|w| word.eq_ignore_ascii_case(w))
+    {
+        HeadingKind::Scene
+    } else {
+        return None;
+    };
     let numeral_len = rest
         .find(|c: char| !c.is_alphanumeric())
         .unwrap_or(rest.len());
@@ -360,13 +389,14 @@ fn parse_english_heading(line: &str) -> Option<Heading> {
     }
     let kept = punct.trim_end_matches(['-', '—', '–']);
     Some(Heading {
+        kind,
         label: format!("{word} {numeral}{kept}"),
         title: (!title.is_empty()).then(|| title.to_string()),
     })
 }
 
 fn is_numeral(s: &str) -> bool {
-    const WORDS: [&str; 30] = [
+    const WORDS: [&str; 40] = [
         "one",
         "two",
         "three",
@@ -397,6 +427,17 @@ fn is_numeral(s: &str) -> bool {
         "fifth",
         "last",
         "final",
+        // The Folio's acts and scenes: `Actus Primus. Scoena Prima.`
+        "primus",
+        "prima",
+        "secundus",
+        "secunda",
+        "tertius",
+        "tertia",
+        "quartus",
+        "quarta",
+        "quintus",
+        "quinta",
     ];
     !s.is_empty()
         && (s.chars().all(|c| c.is_ascii_digit())
@@ -432,6 +473,7 @@ fn parse_chinese_heading(line: &str) -> Option<Heading> {
         .trim_start_matches([' ', ':', '：', '　'])
         .trim();
     Some(Heading {
+        kind: HeadingKind::Chapter,
         label: line[..label_len].to_string(),
         title: (!title.is_empty()).then(|| title.to_string()),
     })
@@ -494,6 +536,8 @@ struct TextParser<'a> {
     chapter: String,
     scene_no: usize,
     scene: Option<String>,
+    /// The speaker of the open paragraph, in a script.
+    speaker: Option<String>,
     paragraph: Vec<&'a str>,
     out: Vec<Segment>,
 }
@@ -505,7 +549,7 @@ impl<'a> TextParser<'a> {
         }
         let text = join_lines(&self.paragraph);
         self.paragraph.clear();
-        self.push(text, None);
+        self.push(text, self.speaker.clone());
     }
 
     fn push(&mut self, text: String, speaker: Option<String>) {
@@ -523,6 +567,7 @@ impl<'a> TextParser<'a> {
 
     fn start_chapter(&mut self, name: String) {
         self.flush();
+        self.speaker = None;
         self.chapter = name;
         self.scene_no = 1;
         self.scene = None;
@@ -530,6 +575,7 @@ impl<'a> TextParser<'a> {
 
     fn start_scene(&mut self, name: Option<String>) {
         self.flush();
+        self.speaker = None;
         self.scene_no += 1;
         self.scene = Some(name.unwrap_or_else(|| self.scene_no.to_string()));
     }
@@ -570,11 +616,18 @@ fn parse_text(story: &str, text: &str, markdown: bool) -> Vec<Segment> {
     } else {
         None
     };
+    // A play's cast list comes before its first act (or chapter).
+    let first_act = lines
+        .iter()
+        .position(|l| parse_chapter_heading(l.trim()).is_some_and(|h| h.kind != HeadingKind::Scene))
+        .unwrap_or(0);
+    let cast = Cast::detect(&lines, first_act);
     let mut p = TextParser {
         story,
         chapter: story.to_string(),
         scene_no: 1,
         scene: None,
+        speaker: None,
         paragraph: Vec::new(),
         out: Vec::new(),
     };
@@ -585,6 +638,7 @@ fn parse_text(story: &str, text: &str, markdown: bool) -> Vec<Segment> {
         let trimmed = line.trim();
         if trimmed.is_empty() {
             p.flush();
+            p.speaker = None;
             continue;
         }
         if let (Some(level), Some((l, title))) = (chapter_level, markdown_heading(trimmed)) {
@@ -598,6 +652,23 @@ fn parse_text(story: &str, text: &str, markdown: bool) -> Vec<Segment> {
             continue;
         }
         if let Some(heading) = parse_chapter_heading(trimmed) {
+            match heading.kind {
+                HeadingKind::Scene => p.start_scene(Some(heading.name())),
+                // `ACT III. SCENE 1. A room`: the act, then its scene.
+                HeadingKind::Act => {
+                    match heading.title.as_deref().and_then(parse_chapter_heading) {
+                        Some(scene) if scene.kind == HeadingKind::Scene => {
+                            p.start_chapter(heading.label.clone());
+                            p.start_scene(Some(scene.name()));
+                        }
+                        _ => p.start_chapter(heading.name()),
+                    }
+                }
+                HeadingKind::Chapter => {}
+            }
+            if heading.kind != HeadingKind::Chapter {
+                continue;
+            }
             let mut name = heading.name();
             if heading.title.is_none() {
                 // A title on the next non-blank line, when that line is a paragraph of its own.
@@ -621,6 +692,14 @@ fn parse_text(story: &str, text: &str, markdown: bool) -> Vec<Segment> {
         if let Some((speaker, said)) = script_line(trimmed) {
             p.flush();
             p.push(collapse_ws(said), Some(speaker.to_string()));
+            continue;
+        }
+        if let Some((speaker, said)) = cast.as_ref().and_then(|c| c.speaker(&lines, i - 1)) {
+            p.flush();
+            p.speaker = Some(speaker.to_string());
+            if !said.is_empty() {
+                p.paragraph.push(said);
+            }
             continue;
         }
         if line.starts_with([' ', '\t', '\u{3000}']) {
@@ -797,6 +876,71 @@ mod tests {
             ]
         );
         assert_eq!(segs[0].text, "此开卷第一回也。作者自云。");
+    }
+
+    /// A plain-text play: acts, scenes, speaker cues in three shapes, stage directions.
+    #[test]
+    fn plays_have_acts_scenes_and_speakers() {
+        let mut src = String::from(
+            "THE STORM\n\nPERSONS.\n\nProspero, a duke.\nMiranda, his daughter.\n\n\
+             ACT I.\n\nScene I. On a ship at sea.\n\n[Thunder. Enter a MASTER]\n\n",
+        );
+        for k in 0..12 {
+            src.push_str(&format!(
+                "MASTER.\nBoatswain, speech {k}!\nA second verse line.\n\n\
+                 Pros. Line {k} on the cue's own line.\n\n"
+            ));
+        }
+        src.push_str("ACT II. SCENE 1. The island\n\nMIR.\nO, I have suffered.\n\n");
+        src.push_str("MIR.\nWith those that I saw suffer!\n[Aside]\nA brave vessel.\n\nExeunt.\n");
+        let segs = text("storm.txt", &src);
+        let got: Vec<_> = segs
+            .iter()
+            .map(|s| {
+                (
+                    s.chapter.as_str(),
+                    s.scene.as_deref(),
+                    s.speaker.as_deref(),
+                    s.text.as_str(),
+                )
+            })
+            .collect();
+        let act1 = Some("Scene I. On a ship at sea.");
+        assert_eq!(got[3], ("ACT I.", act1, None, "[Thunder. Enter a MASTER]"));
+        assert_eq!(
+            got[4],
+            (
+                "ACT I.",
+                act1,
+                Some("Master"),
+                "Boatswain, speech 0! A second verse line."
+            )
+        );
+        assert_eq!(
+            got[5],
+            (
+                "ACT I.",
+                act1,
+                Some("Prospero"),
+                "Line 0 on the cue's own line."
+            )
+        );
+        let act2 = Some("SCENE 1. The island");
+        assert_eq!(
+            &got[got.len() - 3..],
+            [
+                ("ACT II.", act2, Some("Miranda"), "O, I have suffered."),
+                (
+                    "ACT II.",
+                    act2,
+                    Some("Miranda"),
+                    "With those that I saw suffer! [Aside] A brave vessel."
+                ),
+                ("ACT II.", act2, None, "Exeunt.")
+            ]
+        );
+        // The cast list before the first act is text of the story.
+        assert_eq!(got[2].3, "Prospero, a duke. Miranda, his daughter.");
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub mod error;
 pub mod eval;
 pub mod fusion;
 pub mod graph;
+pub mod script;
 
 use std::collections::HashMap;
 
@@ -56,7 +57,7 @@ pub use graph::{parse_aliases, AliasEntry, Entity, EntityGraph, EntitySource, Gr
 /// The blob's magic bytes.
 pub const MAGIC: [u8; 8] = *b"LKSTORY\0";
 /// The blob format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 const HEADER_LEN: usize = 28;
 
 /// Every setting of an index, serialized with it. Missing fields take their defaults.
@@ -124,7 +125,7 @@ impl Default for Sources {
 pub struct Hit {
     /// Chunk id.
     pub id: u32,
-    /// The chunk's chapter.
+    /// The chunk's chapter, with its scene when the input names one ([`Chunk::place`]).
     pub chapter: String,
     /// The chunk's text.
     pub text: String,
@@ -277,7 +278,8 @@ impl StoryIndex {
 
     /// Searches with the sources chosen: BM25 and the graph read `query_text`; the dense ranking
     /// needs `query_vec` (skipped when it is `None`). Returns the top `k` fused hits plus their
-    /// neighbors, best first (see [`fusion`]).
+    /// neighbors, best first (see [`fusion`]). A source of weight 0 is not searched, unless it is
+    /// the only one chosen: a source searched alone gives its own ranking, whatever its weight.
     pub fn search(
         &self,
         query_text: &str,
@@ -285,7 +287,21 @@ impl StoryIndex {
         k: usize,
         sources: Sources,
     ) -> Result<Vec<Hit>> {
-        let depth = self.config.fusion.candidates.max(k);
+        let mut fusion = self.config.fusion.clone();
+        let alone = [sources.dense, sources.sparse, sources.graph]
+            .iter()
+            .filter(|&&s| s)
+            .count()
+            == 1;
+        if alone {
+            (fusion.dense, fusion.sparse, fusion.graph) = (1.0, 1.0, 1.0);
+        }
+        let sources = Sources {
+            dense: sources.dense && fusion.dense > 0.0,
+            sparse: sources.sparse && fusion.sparse > 0.0,
+            graph: sources.graph && fusion.graph > 0.0,
+        };
+        let depth = fusion.candidates.max(k);
         let dense = match (sources.dense, query_vec, &self.dense) {
             (true, Some(v), Some(d)) => d.search(v, depth)?,
             (true, Some(_), None) => {
@@ -305,17 +321,15 @@ impl StoryIndex {
         } else {
             Vec::new()
         };
-        let fused = fusion::fuse(&dense, &sparse, &graph, &self.config.fusion);
-        let selected = fusion::select(fused, k, &self.config.fusion, |id, off| {
-            self.neighbor(id, off)
-        });
+        let fused = fusion::fuse(&dense, &sparse, &graph, &fusion);
+        let selected = fusion::select(fused, k, &fusion, |id, off| self.neighbor(id, off));
         Ok(selected
             .into_iter()
             .filter_map(|f| {
                 let chunk = self.chunk(f.doc)?;
                 Some(Hit {
                     id: chunk.id,
-                    chapter: chunk.chapter.clone(),
+                    chapter: chunk.place(),
                     text: chunk.text.clone(),
                     fusion_score: f.fusion_score,
                     dense_rank: f.dense.map(|s| s.rank),
@@ -703,7 +717,7 @@ mod tests {
     fn config_reads_partial_json() {
         let config: IndexConfig = serde_json::from_str(r#"{"fusion": {"graph": 0.5}}"#).unwrap();
         assert_eq!(config.fusion.graph, 0.5);
-        assert_eq!(config.fusion.rrf_k, 60.0);
-        assert_eq!(config.chunk.max_chars, 420);
+        assert_eq!(config.fusion.rrf_k, 5.0);
+        assert_eq!(config.chunk.max_chars, 600);
     }
 }

@@ -1,11 +1,12 @@
 //! `lorekeeper eval-retrieval`: retrieval quality on a question set (recall@1/5/10 and MRR for
-//! dense / BM25 / graph / fused rankings) and query latency.
+//! dense / BM25 / graph / fused rankings) and query latency; `--fit` searches the fusion weights
+//! (`FIT_GRID`) for the best recall@10 + MRR on the set.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use lorekeeper_engine::embed::Embedder;
-use lorekeeper_engine::retrieval::{evaluate, parse_questions, Sources};
+use lorekeeper_engine::retrieval::{evaluate, parse_questions, FusionConfig, Metrics, Sources};
 use lorekeeper_engine::Backend;
 
 use crate::common::{on_backend, open_index, BackendArg};
@@ -25,6 +26,61 @@ pub struct Args {
     /// Print JSON
     #[arg(long)]
     json: bool,
+    /// Fusion settings to search with instead of the bundle's (a JSON `FusionConfig`; missing
+    /// fields take their defaults)
+    #[arg(long)]
+    fusion: Option<PathBuf>,
+    /// Also evaluate every fusion weighting of the fitting grid and print the best (with
+    /// `--json`, all of them)
+    #[arg(long)]
+    fit: bool,
+}
+
+/// The weightings `--fit` evaluates: every combination of these.
+struct FitGrid {
+    dense: [f32; 6],
+    sparse: [f32; 6],
+    graph: [f32; 4],
+    rrf_k: [f32; 4],
+    /// Neighbor expansion off or on (chunks either side of a top hit).
+    neighbors: [usize; 2],
+}
+
+const FIT_GRID: FitGrid = FitGrid {
+    dense: [0.0, 0.2, 0.4, 0.6, 0.8, 1.0],
+    sparse: [0.0, 0.2, 0.4, 0.6, 0.8, 1.0],
+    graph: [0.0, 0.1, 0.2, 0.35],
+    rrf_k: [5.0, 15.0, 30.0, 60.0],
+    neighbors: [0, 2],
+};
+
+impl FitGrid {
+    /// Every weighting of the grid that weighs some source, over `base`'s other settings.
+    fn configs(&self, base: &FusionConfig) -> Vec<FusionConfig> {
+        let mut out = Vec::new();
+        for &dense in &self.dense {
+            for &sparse in &self.sparse {
+                for &graph in &self.graph {
+                    if dense + sparse + graph == 0.0 {
+                        continue;
+                    }
+                    for &rrf_k in &self.rrf_k {
+                        for &neighbors in &self.neighbors {
+                            out.push(FusionConfig {
+                                dense,
+                                sparse,
+                                graph,
+                                rrf_k,
+                                neighbors,
+                                ..base.clone()
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 /// `lorekeeper eval-retrieval`.
@@ -35,6 +91,14 @@ pub fn run(args: Args) -> Result<()> {
 fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     let questions = a.questions.as_path();
     let mut ix = open_index(&a.bundle)?;
+    if let Some(path) = &a.fusion {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let fusion: FusionConfig = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a fusion configuration", path.display()))?;
+        let graph = ix.story.config().graph.clone();
+        ix.story.set_search_config(fusion, graph);
+    }
     let bytes =
         std::fs::read(questions).with_context(|| format!("reading {}", questions.display()))?;
     let all = parse_questions(&questions.display().to_string(), &bytes)?;
@@ -66,7 +130,7 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
         ("bm25", Sources::SPARSE),
         ("graph", Sources::GRAPH),
         ("dense + bm25", dense_bm25),
-        ("fused (dense + bm25 + graph)", Sources::ALL),
+        ("fused (the index's weights)", Sources::ALL),
     ];
     for (name, src) in configs {
         // Without vectors the dense rankings are empty: skip the rows that need them.
@@ -83,6 +147,16 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     ix.story.set_search_config(no_nb, cfg.graph.clone());
     let r = evaluate(&ix.story, &qs, vecs.as_deref(), Sources::ALL)?;
     rows.push(("fused, no neighbor expansion".into(), r.metrics));
+    let mut fitted: Vec<(FusionConfig, Metrics)> = Vec::new();
+    if a.fit {
+        for f in FIT_GRID.configs(&cfg.fusion) {
+            ix.story.set_search_config(f.clone(), cfg.graph.clone());
+            let r = evaluate(&ix.story, &qs, vecs.as_deref(), Sources::ALL)?;
+            fitted.push((f, r.metrics));
+        }
+        let key = |m: &Metrics| m.recall_at_10 + m.mrr;
+        fitted.sort_by(|a, b| key(&b.1).total_cmp(&key(&a.1)));
+    }
     ix.story.set_search_config(cfg.fusion, cfg.graph);
     // Search latency of the fused ranking (query already embedded).
     let mut search_ms = Vec::new();
@@ -109,6 +183,7 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
             "chunks": ix.part.chunks,
             "results": rows.iter().map(|(n, m)| serde_json::json!({"sources": n, "recall_at_1": m.recall_at_1, "recall_at_5": m.recall_at_5, "recall_at_10": m.recall_at_10, "mrr": m.mrr})).collect::<Vec<_>>(),
             "latency": lat,
+            "fit": fitted.iter().map(|(f, m)| serde_json::json!({"fusion": f, "recall_at_1": m.recall_at_1, "recall_at_5": m.recall_at_5, "recall_at_10": m.recall_at_10, "mrr": m.mrr})).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -132,6 +207,27 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
             lat["search_ms_p50"].as_f64().unwrap_or(f64::NAN),
             lat["search_ms_p99"].as_f64().unwrap_or(f64::NAN)
         );
+        if !fitted.is_empty() {
+            println!(
+                "\nbest fusion weightings of {} (recall@10 + MRR):",
+                fitted.len()
+            );
+            println!("| dense | bm25 | graph | rrf k | neighbors | recall@1 | recall@10 | MRR |");
+            println!("|---|---|---|---|---|---|---|---|");
+            for (f, m) in fitted.iter().take(5) {
+                println!(
+                    "| {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} |",
+                    f.dense,
+                    f.sparse,
+                    f.graph,
+                    f.rrf_k,
+                    f.neighbors,
+                    m.recall_at_1,
+                    m.recall_at_10,
+                    m.mrr
+                );
+            }
+        }
     }
     Ok(())
 }

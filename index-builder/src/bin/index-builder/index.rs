@@ -27,7 +27,7 @@ pub struct Args {
     #[arg(long)]
     strip_commentary: bool,
     /// Largest chunk in characters
-    #[arg(long, default_value_t = 420)]
+    #[arg(long, default_value_t = 600)]
     max_chars: usize,
     /// Embed on the GPU (wgpu) instead of the CPU reference
     #[arg(long)]
