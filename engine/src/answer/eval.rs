@@ -217,6 +217,9 @@ pub struct EvalSummary {
     /// (the soak's check: no growth beyond the first question's allocations; `None` where the
     /// platform does not report it).
     pub resident_mib: Option<[f64; 2]>,
+    /// Resident memory in MiB after the last question of each pass over the set (`eval
+    /// --repeat`): a leak grows it pass after pass; empty where the platform does not report it.
+    pub resident_mib_per_pass: Vec<f64>,
     /// Per question.
     pub items: Vec<EvalItem>,
 }
@@ -446,6 +449,17 @@ impl EvalSummary {
                 format!("{first:.1} / {last:.1} MiB"),
             );
         }
+        if self.resident_mib_per_pass.len() > 1 {
+            let passes: Vec<String> = self
+                .resident_mib_per_pass
+                .iter()
+                .map(|m| format!("{m:.1}"))
+                .collect();
+            row(
+                "resident memory after each pass",
+                format!("{} MiB", passes.join(" / ")),
+            );
+        }
         row(
             "grammar mask",
             format!(
@@ -490,5 +504,21 @@ mod tests {
         assert!(e.starts_with("q.jsonl:2:"), "{e}");
         assert!(parse_answer_questions("q.jsonl", "{\"question\":\" \"}").is_err());
         assert!(parse_answer_questions("q.jsonl", "\n").is_err());
+    }
+
+    #[test]
+    fn soak_memory_is_reported_per_pass() {
+        let mut sum = EvalSummary {
+            resident_mib: Some([339.0, 351.0]),
+            resident_mib_per_pass: vec![340.0],
+            ..EvalSummary::default()
+        };
+        let md = sum.markdown();
+        assert!(md.contains("339.0 / 351.0 MiB"), "{md}");
+        assert!(!md.contains("after each pass"), "one pass: no row\n{md}");
+        sum.resident_mib_per_pass = vec![340.0, 350.5, 351.0];
+        assert!(sum.markdown().contains("340.0 / 350.5 / 351.0 MiB"));
+        let json = serde_json::to_value(&sum).expect("json");
+        assert_eq!(json["resident_mib_per_pass"][2], 351.0);
     }
 }

@@ -27,16 +27,21 @@
 //!   occurs at least twice (else the shallowest used), so `# Book` over `## Chapter 1`, `## Chapter
 //!   2` makes the `##` headings chapters; deeper headings start scenes, shallower ones are
 //!   dropped. Text before the first heading belongs to a chapter named after the story.
-//! - **Scenes**: a line of three or more `*`, `-`, `_`, `~`, `=` or `#` (spaces allowed, as in
-//!   `* * *`) starts a new scene. The first scene of a chapter has no name (`None`); later ones are
-//!   numbered `"2"`, `"3"`, … or named by their Markdown heading.
+//! - **Scenes**: a play's scene heading (below), or a line of three or more `*`, `-`, `_`, `~`,
+//!   `=` or `#` (spaces allowed, as in `* * *`) starts a new scene. The first scene of a chapter
+//!   has no name (`None`); later ones are numbered `"2"`, `"3"`, … or named by their heading.
 //! - **Paragraphs** end at blank lines; a line that starts indented (spaces, a tab or an
 //!   ideographic space) also starts a new paragraph. Hard-wrapped lines are joined with one space,
 //!   without one between two CJK characters, and a word hyphenated across lines keeps its hyphen
 //!   but loses the space (`WAISTCOAT-` + `POCKET` → `WAISTCOAT-POCKET`). Runs of whitespace collapse
 //!   to one space.
 //! - **Dialogue lines** in ASA's script form, `[name="Speaker"] text`, become one segment each
-//!   with that speaker. No other speaker detection is done on prose.
+//!   with that speaker.
+//! - **Plays and screenplays** in plain text (speaker cues such as `PROSPERO.`, `Ber.`,
+//!   `BOATSWAIN. Here, master`, `NAME<TAB>line`, Fountain's `ALICE`) are recognised by
+//!   [`super::script`]: each speech becomes a segment with its speaker, `ACT I` / `Actus Primus`
+//!   headings start chapters and `SCENE 2` / `Scene I. Elsinore.` headings start scenes. Prose
+//!   never reads as a play (the cues must open 30 % of its paragraphs).
 //!
 //! # JSONL
 //!

@@ -22,6 +22,7 @@ pub struct Args {
     limit: Option<usize>,
     /// Run the set N times in this one process (a soak: 13 × the 81 Alice questions is 1,053
     /// questions); the summary's `resident_mib` holds the memory after the first and the last
+    /// question, `resident_mib_per_pass` after each pass
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     repeat: u32,
     /// Where the model runs
@@ -74,6 +75,9 @@ fn eval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
         sum.add(q, r.as_ref().map_err(|e| format!("{e:#}")), secs);
         if i == 0 {
             first_mib = resident_mib();
+        }
+        if (i + 1) % qs.len() == 0 {
+            sum.resident_mib_per_pass.extend(resident_mib());
         }
     }
     sum.finish(masks);
