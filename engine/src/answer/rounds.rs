@@ -236,7 +236,11 @@ impl<'c> Rounds<'c> {
         r.spans = spans.iter().take(8).cloned().collect();
         self.out.timings.retrieval_ms += now_ms() - t0;
         let kind = retriever.embedder.map_or("none", |e| e.spec.kind.as_str());
-        let best = spans.first().map_or(f32::MIN, |s| s.score);
+        // The floor reads the spans' own evidence, not their passages' retrieval rank.
+        let best = spans
+            .iter()
+            .map(reader::Span::answer_score)
+            .fold(f32::MIN, f32::max);
         self.spans = spans;
         match cfg.reader.floor.get(kind) {
             Some(&floor) if round == 1 && best < floor => {
