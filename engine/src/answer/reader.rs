@@ -379,13 +379,15 @@ fn windows(text: &str, max: usize, min: usize) -> Vec<(String, String)> {
         .flat_map(|(a, b)| runs(text, a, b, max))
         .collect();
     let len = |a: usize, b: usize| text[a..b].trim().chars().count();
+    // Units that open with a speaker's label: a window never runs on into one.
+    let label: Vec<bool> = units
+        .iter()
+        .map(|&(a, _)| starts_with_speaker_label(&text[a..]))
+        .collect();
     let mut out: Vec<(String, String)> = Vec::new();
     for i in 0..units.len() {
         let mut j = i;
-        while j + 1 < units.len()
-            && len(units[i].0, units[j + 1].1) <= max
-            && !starts_with_speaker_label(&text[units[j + 1].0..])
-        {
+        while j + 1 < units.len() && len(units[i].0, units[j + 1].1) <= max && !label[j + 1] {
             j += 1;
         }
         let span = text[units[i].0..units[j].1].trim();

@@ -229,7 +229,8 @@ pub fn term(word: String) -> Option<String> {
     if STOPWORDS.binary_search(&word.as_str()).is_ok() {
         return None;
     }
-    if !word.chars().any(|c| c.is_ascii_alphabetic()) || word.chars().any(is_cjk) {
+    // Digits, CJK bigrams and other scripts are kept as they are.
+    if !word.chars().any(|c| c.is_ascii_alphabetic()) {
         return Some(word);
     }
     let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
