@@ -35,6 +35,16 @@ trunk build --release
 bash scripts/build-threads.sh dist
 rm -rf dist/bundles/alice-smollm2
 cp -r "$bundle" dist/bundles/alice-smollm2
+# Pin the manifest in the catalog: the page refuses a bundle whose manifest was changed.
+python3 - dist/bundles <<'PY'
+import hashlib, json, sys
+d = sys.argv[1]
+cat = json.load(open(f"{d}/index.json"))
+for b in cat["bundles"]:
+    m = f"{d}/{b['path'].strip('/').split('/', 1)[1]}/manifest.json"
+    b["manifest_sha256"] = hashlib.sha256(open(m, "rb").read()).hexdigest()
+json.dump(cat, open(f"{d}/index.json", "w"), indent=2, ensure_ascii=False)
+PY
 
 # 3. Serve it with cross-origin isolation (COOP/COEP: wasm threads), Ctrl-C stops. Open the URL
 #    in any current browser (no GPU needed).

@@ -23,6 +23,10 @@ pub struct CatalogEntry {
     /// One line about the story and the model.
     #[serde(default)]
     pub description: String,
+    /// sha256 of the bundle's `manifest.json` (hex). When given, the worker refuses a manifest
+    /// with other bytes, so the catalog pins the whole bundle (the manifest pins every shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest_sha256: Option<String>,
 }
 
 impl CatalogEntry {
@@ -43,14 +47,44 @@ pub fn parse_catalog(text: &str) -> Result<Catalog, String> {
                 i + 1
             ));
         }
-        if b.path.contains("://") || b.path.starts_with("//") {
-            return Err(format!(
-                "bundles/index.json: bundle '{}' points off this site ({}); bundles are fetched same-origin only",
+        check_bundle_path(&b.path).map_err(|why| {
+            format!(
+                "bundles/index.json: bundle '{}' has the path {:?}, which {why}; bundles are fetched same-origin only, by a path relative to the page or the site",
                 b.id, b.path
-            ));
+            )
+        })?;
+        if let Some(h) = &b.manifest_sha256 {
+            if h.len() != 64 || !h.bytes().all(|c| c.is_ascii_hexdigit()) {
+                return Err(format!(
+                    "bundles/index.json: bundle '{}' has a manifest_sha256 that is not 64 hex digits",
+                    b.id
+                ));
+            }
         }
     }
     Ok(c)
+}
+
+/// Checks that a catalog path can only name a folder on this site: no scheme (`https:`,
+/// `data:`, `javascript:`, `https:evil.example`), no network-path reference (`//host`, and
+/// `/\host`, `\\host`, which browsers read the same way), no backslash at all, no control
+/// character or whitespace (browsers strip some of them before parsing). The worker checks
+/// the resolved address's origin again before it fetches.
+pub fn check_bundle_path(path: &str) -> Result<(), &'static str> {
+    if path.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err("holds a control character or whitespace");
+    }
+    if path.contains('\\') {
+        return Err("holds a backslash");
+    }
+    if path.starts_with("//") {
+        return Err("names another host");
+    }
+    let first = path.split(['/', '?', '#']).next().unwrap_or_default();
+    if first.contains(':') {
+        return Err("starts with a scheme");
+    }
+    Ok(())
 }
 
 /// What the reader controls per question.
@@ -171,8 +205,14 @@ pub enum ToWorker {
     },
     /// Stop the generation under way (the answer so far is checked as usual).
     Stop,
-    /// Destroy the GPU device, as a driver reset would (exercises recovery; tests use it).
+    /// Test hook: destroy the GPU device, as a driver reset would (exercises recovery). Only
+    /// in builds with the `test-hooks` feature (the browser test's); a release build refuses it.
+    #[cfg(feature = "test-hooks")]
     LoseDevice,
+    /// Test hook: panic inside the worker, as a bug would (exercises crash recovery). Only in
+    /// builds with the `test-hooks` feature.
+    #[cfg(feature = "test-hooks")]
+    Crash,
     /// Time retrieval alone on the loaded bundle (`scripts/bench-search-wasm.mjs` sends it):
     /// each query is embedded on the GPU and on the wasm CPU backend, then searched `repeat`
     /// times (top `k`, every source fused).
@@ -217,6 +257,9 @@ pub enum FailKind {
     Busy,
     /// The GPU device was lost; the page re-initialises the worker.
     DeviceLost,
+    /// The engine stopped (a panic or an uncaught error in the worker); the page starts a fresh
+    /// worker, a few times at most.
+    Crashed,
     /// Anything else.
     Internal,
 }
@@ -365,6 +408,19 @@ mod tests {
         assert!(decode::<ToWorker>("{\"type\":\"dance\"}").is_err());
     }
 
+    /// The test hooks exist only with the `test-hooks` feature: a release build refuses them.
+    #[test]
+    #[cfg(not(feature = "test-hooks"))]
+    fn test_hooks_are_not_in_release_builds() {
+        for hook in ["lose_device", "crash"] {
+            let e = decode::<ToWorker>(&format!("{{\"type\":\"{hook}\"}}"));
+            assert!(
+                e.is_err(),
+                "'{hook}' is accepted without the test-hooks feature"
+            );
+        }
+    }
+
     #[test]
     fn threads_from_the_address() {
         assert_eq!(threads_from_query(""), None);
@@ -454,6 +510,37 @@ mod tests {
         )
         .unwrap_err()
         .contains("same-origin"));
+        // Each of these leaves the site in a browser's URL parser (or could, after the
+        // browser strips tabs and newlines); each is refused, naming why.
+        for (path, why) in [
+            ("/\\evil.example/b/", "backslash"),
+            ("\\\\evil.example/b/", "backslash"),
+            ("https:evil.example/b/", "scheme"),
+            ("HTTPS:evil.example", "scheme"),
+            ("data:text/html,hi", "scheme"),
+            ("javascript:alert(1)", "scheme"),
+            ("//evil.example/b/", "another host"),
+            ("/\t/evil.example/", "control"),
+            ("bundles/a b/", "whitespace"),
+        ] {
+            let json = serde_json::json!({"bundles": [{"id": "x", "title": "X", "path": path}]});
+            let e = parse_catalog(&json.to_string()).unwrap_err();
+            assert!(
+                e.contains(why) && e.contains("same-origin"),
+                "{path:?}: {e}"
+            );
+        }
+        for ok in [
+            "bundles/alice/",
+            "/bundles/alice",
+            "./b/",
+            "../shared/b/",
+            "b/x:y/",
+        ] {
+            assert_eq!(check_bundle_path(ok), Ok(()), "{ok}");
+        }
+        let pinned = r#"{"bundles":[{"id":"x","title":"X","path":"b/","manifest_sha256":"abc"}]}"#;
+        assert!(parse_catalog(pinned).unwrap_err().contains("64 hex digits"));
         assert!(parse_catalog(r#"{"bundles":[{"id":"","title":"X","path":"b"}]}"#).is_err());
         assert!(parse_catalog("not json")
             .unwrap_err()

@@ -61,6 +61,11 @@ pub async fn fetch(url: &str, revalidate: bool) -> Result<Response, String> {
         .send()
         .await
         .map_err(|e| format!("could not download {url}: {}", net_error(e)))?;
+    // A redirect may not take a bundle off the site the page came from.
+    if resp.redirected() {
+        same_origin(&resp.url())
+            .map_err(|e| format!("could not download {url}: it redirects to {e}"))?;
+    }
     if !resp.ok() {
         return Err(format!(
             "could not download {url}: HTTP {} {}",
@@ -167,11 +172,51 @@ pub async fn storage_free() -> Option<u64> {
     Some((quota - usage).max(0.0) as u64)
 }
 
+/// Asks the browser to keep this site's storage (the cached bundle) under storage pressure
+/// (`navigator.storage.persist()`, page only); whether it agreed.
+pub async fn persist_storage() -> bool {
+    let Some(storage) = get(&js_sys::global(), "navigator").and_then(|n| get(&n, "storage")) else {
+        return false;
+    };
+    let storage: web_sys::StorageManager = storage.unchecked_into();
+    let Ok(promise) = storage.persist() else {
+        return false;
+    };
+    JsFuture::from(promise)
+        .await
+        .ok()
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false)
+}
+
 /// Does this context expose `navigator.gpu`?
 pub fn has_webgpu() -> bool {
     get(&js_sys::global(), "navigator")
         .and_then(|n| get(&n, "gpu"))
         .is_some()
+}
+
+/// `url` resolved against this script's location, if it stays on this script's origin;
+/// otherwise an error naming where it leads.
+pub fn same_origin(url: &str) -> Result<String, String> {
+    let location = get(&js_sys::global(), "location");
+    let field = |k: &str| {
+        location
+            .as_ref()
+            .and_then(|l| get(l, k))
+            .and_then(|h| h.as_string())
+            .unwrap_or_default()
+    };
+    let (base, origin) = (field("href"), field("origin"));
+    let u = web_sys::Url::new_with_base(url, &base)
+        .map_err(|e| format!("{url:?}, which is not an address ({})", js_error(&e)))?;
+    if origin.is_empty() || u.origin() != origin {
+        return Err(format!(
+            "{}, off this site ({origin}); bundles are fetched same-origin only",
+            u.href()
+        ));
+    }
+    Ok(u.href())
 }
 
 /// `url` resolved against this script's location (the page or the worker script).

@@ -205,6 +205,40 @@ const gpuUrl = `${url}?backend=gpu`;
     const used = stopped.reduce((a, r) => a + r.tokens, 0);
     check('Stop ends the generation early and the answer is still shown', used < 400 && stopped.length > 0,
       `${used} tokens in ${stopped.length} round(s)`);
+
+    // A panic in the worker mid-answer (test hook): the answer in progress ends with a clear
+    // error instead of hanging, a fresh worker reloads the bundle from the cache, and the same
+    // question then gets the same tokens.
+    const m = await p2.locator('.turn').count();
+    await p2.fill('#question', question);
+    await p2.click('#ask');
+    await p2.waitForSelector('#streaming', { timeout: LONG });
+    await p2.evaluate(() => window.lorekeeperCrashWorker());
+    await p2.waitForFunction((m) => {
+      const t = document.querySelectorAll('.turn');
+      return t.length > m && t[t.length - 1].querySelector('.answer-view, .turn-error');
+    }, m, { timeout: 60_000 });
+    const crashed = await p2.locator('.turn').last().textContent();
+    await p2.waitForSelector('#phase.ready', { timeout: LONG });
+    const crashNotice = await p2.textContent('#notice');
+    check('a panic in the worker mid-answer ends the answer with an error and the engine restarts',
+      /engine stopped/.test(crashed) && /test hook/.test(crashed) && /restarted/.test(crashNotice),
+      `${crashed.slice(0, 200)} | ${crashNotice}`);
+    await p2.fill('#max-tokens', String(SETTINGS.max_tokens));
+    await p2.dispatchEvent('#max-tokens', 'change');
+    sameRounds('after the crash the same question gets the same tokens', await rawRounds(await ask(p2, question)));
+
+    // A failure that repeats: after two fresh starts the page stops retrying and says so.
+    for (let i = 0; i < 2; i++) {
+      await p2.evaluate(() => window.lorekeeperCrashWorker());
+      await p2.waitForFunction(() => !document.querySelector('#phase.ready'), null, { timeout: 60_000 });
+      await p2.waitForSelector('#phase.ready', { timeout: LONG });
+    }
+    await p2.evaluate(() => window.lorekeeperCrashWorker());
+    await p2.waitForSelector('#load-error', { timeout: 60_000 });
+    const gaveUp = await p2.textContent('#load-error');
+    check('a worker that keeps crashing is restarted twice, then the page says so and stops',
+      /engine stopped/.test(gaveUp) && /3 times in a row/.test(gaveUp), gaveUp);
     await c2.close();
   }
 
@@ -214,6 +248,13 @@ const gpuUrl = `${url}?backend=gpu`;
   const err = await page.textContent('#load-error');
   check('a corrupted shard gives a clear error naming the shard', /sha256/.test(err) && /model-\d+-[0-9a-f]+\.bin/.test(err), err);
   await shot(page, 'error-corrupt');
+
+  // 6b. A catalog that pins another manifest: refused before anything is downloaded or kept.
+  await loadBundle(page, 'tiny-repinned');
+  await page.waitForSelector('#load-error', { timeout: LONG });
+  const pinErr = await page.textContent('#load-error');
+  check('a manifest that does not match the catalog\'s manifest_sha256 is refused, naming both',
+    /manifest\.json: sha256 is [0-9a-f]{64}, bundles\/index\.json says [0-9a-f]{64}/.test(pinErr), pinErr);
   await context.close();
   await browser.close();
 }
@@ -256,6 +297,36 @@ const gpuUrl = `${url}?backend=gpu`;
   const err = await page.textContent('#load-error');
   check('?backend=gpu without WebGPU says so plainly', /can't run Lorekeeper/.test(err) && /WebGPU/.test(err), err);
   await shot(page, 'error-no-webgpu');
+  await context.close();
+  await browser.close();
+}
+
+// 8. Offline: after one online visit the service worker has the app shell, so the page reopens
+//    with the network cut and answers from the cached bundle; on this server, which sends no
+//    COOP/COEP, the service worker's headers make the reopened page cross-origin isolated.
+{
+  const browser = await launch(true);
+  const { context, page } = await newPage(browser);
+  await page.goto(url);
+  await loadBundle(page, 'tiny');
+  await page.waitForSelector('#phase.ready', { timeout: LONG });
+  await page.waitForSelector('#storage', { timeout: 10_000 });
+  const storage = await page.textContent('#storage');
+  check('the page asks for persistent storage and says what the browser granted',
+    /^Storage: (persistent|best effort)/.test(storage), storage);
+  const before = await page.evaluate(() => self.crossOriginIsolated);
+  await page.evaluate(() => navigator.serviceWorker.ready.then(() => true));
+  await context.setOffline(true);
+  await page.reload();
+  await page.waitForSelector('#phase.ready', { timeout: LONG });
+  const offline = await page.textContent('#loaded');
+  check('with the network cut, the page reopens and loads the bundle from the cache',
+    offline.includes("from this browser's cache"), offline);
+  await setSettings(page);
+  sameRounds('offline, the question gets the native engine\'s tokens', await rawRounds(await ask(page, question)));
+  const after = await page.evaluate(() => self.crossOriginIsolated);
+  check('the service worker makes the page cross-origin isolated where the host sends no COOP/COEP',
+    before === false && after === true, `first visit ${before}, reopened ${after}`);
   await context.close();
   await browser.close();
 }

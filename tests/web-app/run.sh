@@ -29,8 +29,10 @@ bin=target/debug
 "$bin/lorekeeper" ask --bundle "$work/tiny" --backend cpu --json --seed 7 --temperature 0.7 \
   --max-tokens 48 "$question" > "$work/native.json"
 
-echo "== web app: trunk build --release =="
-trunk build --release
+echo "== web app: trunk build --release --features test-hooks =="
+# The test hooks (lose the GPU device, crash the worker) exist only in this build; ./run.sh's
+# release build has none (a unit test in app/src/protocol.rs checks the messages are refused).
+trunk build --release --features test-hooks
 site="$work/site"
 cp -r dist "$site"
 cp -r "$work/tiny" "$site/bundles/tiny"
@@ -45,9 +47,12 @@ b = bytearray(open(p, "rb").read())
 b[len(b) // 2] ^= 0x5A
 open(p, "wb").write(bytes(b))
 PY
-cat > "$site/bundles/index.json" <<'JSON'
+pin=$(sha256sum "$work/tiny/manifest.json" | cut -d' ' -f1)
+wrong=$(printf '%s' "$pin" | tr '0-9a-f' '1-9a-f0')
+cat > "$site/bundles/index.json" <<JSON
 {"bundles": [
-  {"id": "tiny", "title": "Test: tiny Qwen3 over the lighthouse story", "path": "bundles/tiny/", "description": "Random weights; for the browser test."},
+  {"id": "tiny", "title": "Test: tiny Qwen3 over the lighthouse story", "path": "bundles/tiny/", "description": "Random weights; for the browser test.", "manifest_sha256": "$pin"},
+  {"id": "tiny-repinned", "title": "Test: the same, pinned to another manifest", "path": "bundles/tiny/", "description": "The catalog's manifest_sha256 does not match.", "manifest_sha256": "$wrong"},
   {"id": "tiny-slow", "title": "Test: the same, served slowly", "path": "bundles/tiny-slow/", "description": "Throttled download."},
   {"id": "tiny-corrupt", "title": "Test: the same with a damaged shard", "path": "bundles/tiny-corrupt/", "description": "One flipped byte."}
 ]}

@@ -138,6 +138,9 @@ pub struct AppState {
     pub settings: RwSignal<Settings>,
     /// The evidence id the reader points at (highlighted in the panel).
     pub focus: RwSignal<Option<String>>,
+    /// Whether the browser granted persistent storage (`navigator.storage.persist()`), once
+    /// asked at the first load.
+    pub persisted: RwSignal<Option<bool>>,
     engine: StoredValue<EngineHandle, LocalStorage>,
     meter: StoredValue<RateMeter>,
     stream: StoredValue<AnswerStream>,
@@ -149,7 +152,15 @@ pub struct EngineHandle {
     worker: Option<Worker>,
     alive: bool,
     queued: Vec<ToWorker>,
+    /// Counts workers started; a message or error from an older (terminated) worker is ignored.
+    generation: u32,
+    /// Restarts after a crash or a lost device since the last bundle load or answer that
+    /// succeeded; past [`MAX_RESTARTS`] the page stops retrying and says so.
+    restarts: u32,
 }
+
+/// Fresh workers started after failures in a row before the page gives up.
+const MAX_RESTARTS: u32 = 2;
 
 const LAST_BUNDLE_KEY: &str = "lorekeeper.last-bundle";
 const SETTINGS_KEY: &str = "lorekeeper.settings";
@@ -196,6 +207,7 @@ impl AppState {
             asking: RwSignal::new(false),
             settings: RwSignal::new(stored(SETTINGS_KEY).unwrap_or_default()),
             focus: RwSignal::new(None),
+            persisted: RwSignal::new(None),
             engine: StoredValue::new_local(EngineHandle::default()),
             meter: StoredValue::new(RateMeter::default()),
             stream: StoredValue::new(AnswerStream::default()),
@@ -217,12 +229,48 @@ impl AppState {
     /// Starts a fresh worker (the old one, if any, is terminated).
     pub fn restart_engine(&self) {
         let st = *self;
+        let generation = self
+            .engine
+            .try_update_value(|h| {
+                h.generation += 1;
+                h.generation
+            })
+            .unwrap_or_default();
+        let current = move || st.engine.with_value(|h| h.generation) == generation;
         let on = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+            if !current() {
+                return;
+            }
             if let Some(text) = ev.data().as_string() {
                 match decode::<FromWorker>(&text) {
                     Ok(m) => st.on_message(m),
                     Err(e) => web_sys::console::error_1(&JsValue::from_str(&e)),
                 }
+            }
+        });
+        // An uncaught error in the worker (a trap after a panic, out of memory, a script that
+        // does not load) and a message that cannot be read both end the worker's usefulness.
+        let on_error =
+            Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+                if current() {
+                    let what = ev.message();
+                    let what = if what.is_empty() {
+                        "an uncaught error".to_string()
+                    } else {
+                        what
+                    };
+                    st.on_failure(
+                        FailKind::Crashed,
+                        format!("the engine stopped unexpectedly: {what}"),
+                    );
+                }
+            });
+        let on_message_error = Closure::<dyn FnMut(MessageEvent)>::new(move |_| {
+            if current() {
+                st.on_failure(
+                    FailKind::Crashed,
+                    "the engine sent a message the page cannot read".into(),
+                );
             }
         });
         let opts = WorkerOptions::new();
@@ -244,6 +292,8 @@ impl AppState {
             match worker {
                 Ok(w) => {
                     w.set_onmessage(Some(on.as_ref().unchecked_ref()));
+                    w.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+                    w.set_onmessageerror(Some(on_message_error.as_ref().unchecked_ref()));
                     h.worker = Some(w);
                 }
                 Err(e) => {
@@ -254,9 +304,11 @@ impl AppState {
                 }
             }
         });
-        // The handler may be running right now (a lost device restarts the engine from
-        // inside it), so it is never dropped: one small closure per restart.
+        // The handlers may be running right now (a lost device restarts the engine from
+        // inside one), so they are never dropped: three small closures per restart.
         on.forget();
+        on_error.forget();
+        on_message_error.forget();
     }
 
     /// Checks, downloads and loads `b`.
@@ -277,6 +329,12 @@ impl AppState {
             bundle: b,
             backend: backend_choice(),
         });
+        if self.persisted.get_untracked().is_none() {
+            let st = *self;
+            wasm_bindgen_futures::spawn_local(async move {
+                st.persisted.set(Some(web::persist_storage().await));
+            });
+        }
     }
 
     /// Cancels a download or load: the worker is replaced.
@@ -425,6 +483,7 @@ impl AppState {
                 });
             }
             FromWorker::Answer { answer } => {
+                self.engine.update_value(|h| h.restarts = 0);
                 self.finish_turn(|t| t.answer = Some(*answer));
             }
             FromWorker::Failed { kind, message } => self.on_failure(kind, message),
@@ -437,14 +496,49 @@ impl AppState {
 
     fn on_failure(&self, kind: FailKind, message: String) {
         match kind {
-            FailKind::DeviceLost => {
+            FailKind::DeviceLost | FailKind::Crashed => {
+                let restarts = self
+                    .engine
+                    .try_update_value(|h| {
+                        h.restarts += 1;
+                        h.restarts
+                    })
+                    .unwrap_or(u32::MAX);
+                let (answer_error, notice) = if kind == FailKind::DeviceLost {
+                    (
+                        "The GPU was reset while answering; ask again.".to_string(),
+                        format!("The GPU device was lost ({message})."),
+                    )
+                } else {
+                    (
+                        format!("The engine stopped while answering ({message}); ask again."),
+                        format!("The engine stopped: {message}."),
+                    )
+                };
                 if self.asking.get_untracked() {
-                    self.finish_turn(|t| {
-                        t.error = Some("The GPU was reset while answering; ask again.".into())
+                    self.finish_turn(|t| t.error = Some(answer_error));
+                }
+                if restarts > MAX_RESTARTS {
+                    // A failure that repeats after fresh starts will repeat again: stop here.
+                    // A new generation, so the dead worker's remaining events are ignored.
+                    let dead = self.engine.try_update_value(|h| {
+                        h.generation += 1;
+                        h.alive = false;
+                        h.worker.take()
                     });
+                    if let Some(w) = dead.flatten() {
+                        w.terminate();
+                    }
+                    self.phase.set(Phase::Failed(
+                        kind,
+                        format!(
+                            "{notice} It happened {restarts} times in a row, so the engine was not restarted again; reload the page to try once more."
+                        ),
+                    ));
+                    return;
                 }
                 self.notice.set(Some(format!(
-                    "The GPU device was lost ({message}). The engine restarted and is reloading the bundle from this browser's cache."
+                    "{notice} The engine restarted and is reloading the bundle from this browser's cache."
                 )));
                 self.restart_engine();
                 if let Some(b) = self.bundle.get_untracked() {
@@ -453,6 +547,8 @@ impl AppState {
                         bundle: b,
                         backend: backend_choice(),
                     });
+                } else {
+                    self.phase.set(Phase::Idle);
                 }
             }
             FailKind::Question | FailKind::Busy | FailKind::Internal
@@ -500,11 +596,19 @@ pub fn App() -> impl IntoView {
     let st = AppState::new();
     provide_context(st);
     st.restart_engine();
-    // Test hook (also handy in the console): destroy the GPU device as a driver reset would.
+    // Test hooks (builds with the `test-hooks` feature only): destroy the GPU device as a
+    // driver reset would; make the worker panic as a bug would.
+    #[cfg(feature = "test-hooks")]
     if let Some(w) = web_sys::window() {
-        let hook = Closure::<dyn Fn()>::new(move || st.send(ToWorker::LoseDevice));
-        let _ = js_sys::Reflect::set(&w, &"lorekeeperLoseDevice".into(), hook.as_ref());
-        hook.forget();
+        let hooks: [(&str, ToWorker); 2] = [
+            ("lorekeeperLoseDevice", ToWorker::LoseDevice),
+            ("lorekeeperCrashWorker", ToWorker::Crash),
+        ];
+        for (name, m) in hooks {
+            let hook = Closure::<dyn Fn()>::new(move || st.send(m.clone()));
+            let _ = js_sys::Reflect::set(&w, &name.into(), hook.as_ref());
+            hook.forget();
+        }
     }
     let catalog = LocalResource::new(fetch_catalog);
     view! {

@@ -89,6 +89,13 @@ pub fn Status() -> impl IntoView {
                             l.seconds, if l.all_cached { " from this browser's cache (no download)" } else { "" })}
                     </p>
                     <p class="muted" id="runs-on">"Runs on: "{l.adapter}</p>
+                    {move || st.persisted.get().map(|kept| view! {
+                        <p class="muted" id="storage">{if kept {
+                            "Storage: persistent (the browser keeps the bundle until you clear the site's data)"
+                        } else {
+                            "Storage: best effort (the browser may clear the bundle when space runs low; it is then downloaded again)"
+                        }}</p>
+                    })}
                 })}
             }.into_any()
         }
@@ -99,6 +106,8 @@ pub fn Status() -> impl IntoView {
                 FailKind::Network => "The bundle could not be downloaded",
                 FailKind::Corrupt => "The bundle is damaged",
                 FailKind::Load => "The bundle could not be loaded",
+                FailKind::Crashed => "The engine stopped",
+                FailKind::DeviceLost => "The GPU keeps failing",
                 _ => "Something went wrong",
             };
             view! {

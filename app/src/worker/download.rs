@@ -6,7 +6,9 @@ use std::rc::Rc;
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use lorekeeper_engine::choose::{decide, Decision};
-use lorekeeper_engine::format::bundle::{verify_shard, Manifest, ShardEntry, MANIFEST_FILE};
+use lorekeeper_engine::format::bundle::{
+    sha256_hex, verify_shard, Manifest, ShardEntry, MANIFEST_FILE,
+};
 use lorekeeper_engine::{Backend, CpuBackend, EngineError, GpuContext, Requirements};
 use web_sys::Cache;
 
@@ -49,20 +51,20 @@ fn requirements(m: &Manifest) -> Requirements {
     r
 }
 
-/// The manifest: from the network (revalidated, so a rebuilt bundle is seen), else from the
-/// cache (offline), and stored in the cache for the next visit.
-async fn manifest(base: &str, cache: Option<&Cache>) -> Result<(Manifest, String), FromWorker> {
+/// The manifest and its bytes: from the network (revalidated, so a rebuilt bundle is seen),
+/// else from the cache (offline). Checked against the catalog's `manifest_sha256` when it has
+/// one, then parsed and validated. The caller caches the bytes only once every shard verified,
+/// so a bad manifest never outlives the load that found it.
+async fn manifest(
+    entry: &CatalogEntry,
+    base: &str,
+    cache: Option<&Cache>,
+) -> Result<(Manifest, String, Vec<u8>), FromWorker> {
     let url = web::absolute(&format!("{base}{MANIFEST_FILE}"));
     let bytes = match web::fetch(&url, true).await {
-        Ok(resp) => {
-            let b = web::bytes(resp)
-                .await
-                .map_err(|e| fail(FailKind::Network, format!("{url}: {e}")))?;
-            if let Some(c) = cache {
-                let _ = web::cache_put(c, &url, &b).await;
-            }
-            b
-        }
+        Ok(resp) => web::bytes(resp)
+            .await
+            .map_err(|e| fail(FailKind::Network, format!("{url}: {e}")))?,
         Err(net) => {
             let cached = match cache {
                 Some(c) => match web::cache_match(c, &url).await {
@@ -79,10 +81,17 @@ async fn manifest(base: &str, cache: Option<&Cache>) -> Result<(Manifest, String
             })?
         }
     };
+    if let Some(want) = &entry.manifest_sha256 {
+        let got = sha256_hex(&bytes);
+        if !got.eq_ignore_ascii_case(want) {
+            return Err(fail(
+                FailKind::Corrupt,
+                format!("{url}: sha256 is {got}, bundles/index.json says {want} (the manifest was changed or damaged)"),
+            ));
+        }
+    }
     let m = Manifest::parse(&url, &bytes).map_err(|e| fail(FailKind::Load, e.to_string()))?;
-    m.validate(&url)
-        .map_err(|e| fail(FailKind::Load, e.to_string()))?;
-    Ok((m, url))
+    Ok((m, url, bytes))
 }
 
 /// Shared download progress.
@@ -186,7 +195,13 @@ pub(super) async fn load_bundle(
     entry: &CatalogEntry,
     backend: BackendChoice,
 ) -> Result<Loaded, FromWorker> {
-    let base = entry.base();
+    // The catalog was checked in the page; the worker checks again where the path leads.
+    let base = web::same_origin(&entry.base()).map_err(|e| {
+        fail(
+            FailKind::Load,
+            format!("bundle '{}' lives at {e}", entry.id),
+        )
+    })?;
     let (cache, cache_note) = match web::open_cache().await {
         Ok(c) => (Some(c), None),
         Err(e) => (
@@ -197,7 +212,7 @@ pub(super) async fn load_bundle(
         ),
     };
     // 1. The manifest.
-    let (manifest, manifest_url) = manifest(&base, cache.as_ref()).await?;
+    let (manifest, manifest_url, manifest_bytes) = manifest(entry, &base, cache.as_ref()).await?;
     // 2. The backend: the CPU path unless a hardware WebGPU adapter measures faster (or the
     //    page's setting forces one).
     let (gpu, backend_line) = choose_backend(&manifest, backend).await?;
@@ -290,6 +305,11 @@ pub(super) async fn load_bundle(
     }
     // 6. The session (verifies every shard again as it takes it, then uploads the weights).
     let engine = start_session(gpu, &base, manifest, files)?;
+    // 7. Every shard verified and the session loaded: only now is the manifest kept for the
+    //    next visit (a manifest that fails any check never reaches the cache).
+    if let (Some(c), true) = (&cache, keep.on.get()) {
+        let _ = web::cache_put(c, &manifest_url, &manifest_bytes).await;
+    }
     Ok(Loaded {
         engine,
         backend: backend_line,

@@ -86,9 +86,21 @@ impl Drop for Busy {
     }
 }
 
+/// What the page shows for a panic: its message, on one line, cut to 300 characters.
+fn crash_message(info: &str) -> String {
+    let one_line = info.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut: String = one_line.chars().take(300).collect();
+    format!("the engine stopped unexpectedly: {cut}")
+}
+
 /// Installs the message handler and tells the page the worker listens.
 pub fn start() {
-    console_error_panic_hook::set_once();
+    // A panic logs to the console and tells the page, which would otherwise wait forever for
+    // an answer a dead worker cannot send (wasm32 aborts after the hook).
+    std::panic::set_hook(Box::new(|info| {
+        console_error_panic_hook::hook(info);
+        post(&fail(FailKind::Crashed, crash_message(&info.to_string())));
+    }));
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let st = Rc::new(State::default());
     let on = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
@@ -102,12 +114,15 @@ pub fn start() {
         match decode::<ToWorker>(&text) {
             Err(e) => post(&fail(FailKind::Internal, e)),
             Ok(ToWorker::Stop) => st.stop.set(true),
+            #[cfg(feature = "test-hooks")]
             Ok(ToWorker::LoseDevice) => {
                 if let Some(g) = st.gpu.borrow().as_ref() {
                     web_sys::console::warn_1(&"lorekeeper: destroying the GPU device".into());
                     g.device().destroy();
                 }
             }
+            #[cfg(feature = "test-hooks")]
+            Ok(ToWorker::Crash) => panic!("test hook: the worker was asked to crash"),
             Ok(ToWorker::Load { bundle, backend }) => match Busy::take(&st) {
                 Some(b) => wasm_bindgen_futures::spawn_local(load(b, bundle, backend)),
                 None => post(&fail(

@@ -277,6 +277,19 @@ impl Gguf {
         let data_start = c.at.next_multiple_of(align);
         let mut tensors = Vec::with_capacity(raw.len());
         for (name, dims, tyid, off) in raw {
+            // Element count checked once here, so `numel` never overflows later.
+            let count = dims.iter().try_fold(1usize, |a, &d| {
+                usize::try_from(d).ok().and_then(|d| a.checked_mul(d))
+            });
+            if count.is_none_or(|n| n > bytes.len().saturating_mul(8)) {
+                return Err(EngineError::Format {
+                    file: source.into(),
+                    detail: format!(
+                        "tensor '{name}' has dimensions {dims:?}, more elements than a {}-byte file can hold",
+                        bytes.len()
+                    ),
+                });
+            }
             let ty = GgmlType::from_id(tyid).ok_or(tyid);
             let info = TensorInfo {
                 offset: data_start.saturating_add(off as usize),
@@ -296,7 +309,10 @@ impl Gguf {
                         ),
                     });
                 }
-                let end = info.offset.saturating_add(n / bw * bb);
+                let end = (n / bw)
+                    .checked_mul(bb)
+                    .and_then(|size| info.offset.checked_add(size))
+                    .unwrap_or(usize::MAX);
                 if end > bytes.len() {
                     return Err(EngineError::Format {
                         file: source.into(),

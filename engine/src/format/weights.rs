@@ -301,11 +301,21 @@ pub fn shard_paths(dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
         path: file.clone(),
         detail: e.to_string(),
     })?;
+    Ok(shard_names(&file, &bytes)?
+        .iter()
+        .map(|n| dir.join(n))
+        .collect())
+}
+
+/// The shard file names a `model.safetensors.index.json` lists in its `weight_map` (sorted,
+/// once each); a name that would leave the model's folder is refused. `file` names the index in
+/// errors.
+pub fn shard_names(file: &str, bytes: &[u8]) -> Result<Vec<String>> {
     let bad = |detail: String| EngineError::Format {
-        file: file.clone(),
+        file: file.to_string(),
         detail,
     };
-    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+    let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
     let map = v
         .get("weight_map")
         .and_then(|m| m.as_object())
@@ -313,10 +323,15 @@ pub fn shard_paths(dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
     let mut names: Vec<&str> = map.values().filter_map(|s| s.as_str()).collect();
     names.sort();
     names.dedup();
-    if let Some(n) = names.iter().find(|n| n.contains('/') || n.contains("..")) {
+    if let Some(n) = names.iter().find(|n| {
+        n.is_empty() || n.contains('/') || n.contains('\\') || n.contains("..") || n.contains(':')
+    }) {
         return Err(bad(format!("shard name '{n}' leaves the folder")));
     }
-    Ok(names.iter().map(|n| dir.join(n)).collect())
+    if names.is_empty() {
+        return Err(bad("weight_map names no shard".into()));
+    }
+    Ok(names.into_iter().map(String::from).collect())
 }
 
 #[cfg(test)]

@@ -213,6 +213,22 @@ impl Config {
                 ));
             }
         }
+        use super::shell::{check_sizes, MAX_HEADS, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH};
+        check_sizes(
+            source,
+            &[
+                ("vocab_size", self.vocab_size, MAX_VOCAB),
+                ("hidden_size", self.hidden_size, MAX_WIDTH),
+                ("intermediate_size", self.intermediate_size, MAX_WIDTH),
+                ("num_hidden_layers", self.num_hidden_layers, MAX_LAYERS),
+                ("num_attention_heads", self.num_attention_heads, MAX_HEADS),
+            ],
+            self.rms_norm_eps,
+        )?;
+        let theta = self.rope_theta();
+        if !(theta.is_finite() && theta > 0.0) {
+            return bad(format!("rope_theta {theta} must be a positive number"));
+        }
         let kv = self.kv_heads();
         if kv == 0 || !self.num_attention_heads.is_multiple_of(kv) {
             return bad(format!(

@@ -91,7 +91,10 @@ impl ModelConfig {
         match self {
             ModelConfig::Llama(c) => (
                 0,
-                (4 * c.num_hidden_layers * 2 * ctx * c.kv_heads() * c.head_dim()) as u64,
+                // u64 throughout: on wasm32 the product overflows usize for large models.
+                [c.num_hidden_layers, 2, ctx, c.kv_heads(), c.head_dim()]
+                    .iter()
+                    .fold(4u64, |a, &x| a.saturating_mul(x as u64)),
             ),
             ModelConfig::Qwen35(c) => c.state_bytes(ctx),
         }

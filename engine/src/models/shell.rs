@@ -8,6 +8,37 @@ use crate::error::{EngineError, Result};
 
 use super::layers::{OutputHead, WeightFormat};
 
+/// The largest sizes a config may give, far above any released model of the families the
+/// engine runs (Qwen3-235B: 94 layers, width 4096, 151,936 tokens), so that a config that
+/// lies is refused before it sizes a buffer or a loop.
+pub const MAX_LAYERS: usize = 1024;
+/// Largest model width or MLP width (see [`MAX_LAYERS`]).
+pub const MAX_WIDTH: usize = 1 << 18;
+/// Largest head count or head dimension (see [`MAX_LAYERS`]).
+pub const MAX_HEADS: usize = 1024;
+/// Largest vocabulary (see [`MAX_LAYERS`]).
+pub const MAX_VOCAB: usize = 1 << 21;
+
+/// Checks that each `(field, value, max)` of a config is in `1..=max`, and that `eps` (the
+/// RMSNorm epsilon) is a small positive number; the error names the field and the file.
+pub fn check_sizes(source: &str, sizes: &[(&str, usize, usize)], eps: f64) -> Result<()> {
+    for &(field, v, max) in sizes {
+        if v == 0 || v > max {
+            return Err(EngineError::Format {
+                file: source.into(),
+                detail: format!("config {field} is {v}; it must be in 1..={max}"),
+            });
+        }
+    }
+    if !(eps.is_finite() && eps > 0.0 && eps < 1.0) {
+        return Err(EngineError::Format {
+            file: source.into(),
+            detail: format!("config rms_norm_eps is {eps}; it must be in (0, 1)"),
+        });
+    }
+    Ok(())
+}
+
 /// Load-time options.
 #[derive(Clone, Copy, Debug)]
 pub struct LoadOptions {

@@ -402,6 +402,7 @@ impl DenseIndex {
         if points != docs {
             return Err(format!("dense index has {points} points for {docs} values"));
         }
+        check_graph(&self.hnsw, points)?;
         if self.quantizer.dim() != self.dim
             || self.quantizer.std.len() != self.dim
             || !self.quantizer.mean.iter().all(|x| x.is_finite())
@@ -418,6 +419,95 @@ impl DenseIndex {
         }
         Ok(())
     }
+}
+
+/// The HNSW graph as `instant-distance` serializes it (its fields are private): the
+/// neighbor ids of every node in the zero layer (64 slots) and the upper layers (32 slots),
+/// `u32::MAX` for an empty slot.
+#[derive(Deserialize)]
+struct GraphMirror {
+    hnsw: HnswMirror,
+}
+
+#[derive(Deserialize)]
+struct HnswMirror {
+    _ef_search: usize,
+    _points: Vec<QuantizedVector>,
+    zero: Vec<Links<64>>,
+    layers: Vec<Vec<Links<32>>>,
+}
+
+/// One node's neighbor slots (a fixed-size tuple in the serialized form).
+struct Links<const N: usize>(Vec<u32>);
+
+impl<'de, const N: usize> Deserialize<'de> for Links<N> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V<const N: usize>;
+        impl<'de, const N: usize> serde::de::Visitor<'de> for V<N> {
+            type Value = Links<N>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "{N} neighbor ids")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Links<N>, A::Error> {
+                let mut ids = Vec::with_capacity(N);
+                while let Some(id) = seq.next_element::<u32>()? {
+                    ids.push(id);
+                }
+                Ok(Links(ids))
+            }
+        }
+        d.deserialize_tuple(N, V::<N>)
+    }
+}
+
+/// Checks the graph a stored index carries: the search indexes each layer by the ids the
+/// layer above (or the entry point 0) gives it, so every layer must be non-empty, no larger
+/// than the one below it, and hold only ids it has; the zero layer has one node per point.
+fn check_graph(
+    map: &HnswMap<QuantizedVector, u32>,
+    points: usize,
+) -> std::result::Result<(), String> {
+    let bytes =
+        postcard::to_allocvec(map).map_err(|e| format!("dense graph does not serialize: {e}"))?;
+    let g: GraphMirror =
+        postcard::from_bytes(&bytes).map_err(|e| format!("dense graph does not read: {e}"))?;
+    let g = g.hnsw;
+    if g.zero.len() != points {
+        return Err(format!(
+            "dense graph's zero layer has {} nodes for {points} points",
+            g.zero.len()
+        ));
+    }
+    let mut below = points;
+    let bad = |layer: usize, len: usize, ids: &[u32]| {
+        ids.iter()
+            .find(|&&id| id != u32::MAX && id as usize >= len)
+            .map(|id| format!("dense graph layer {layer} links to node {id} of {len}"))
+    };
+    for node in &g.zero {
+        if let Some(e) = bad(0, points, &node.0) {
+            return Err(e);
+        }
+    }
+    for (i, layer) in g.layers.iter().enumerate() {
+        let len = layer.len();
+        if points > 0 && (len == 0 || len > below) {
+            return Err(format!(
+                "dense graph layer {} has {len} nodes, the layer below has {below}",
+                i + 1
+            ));
+        }
+        for node in layer {
+            if let Some(e) = bad(i + 1, len, &node.0) {
+                return Err(e);
+            }
+        }
+        below = len;
+    }
+    Ok(())
 }
 
 fn sort_hits(hits: &mut [(u32, f32)]) {

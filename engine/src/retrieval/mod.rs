@@ -354,13 +354,7 @@ impl StoryIndex {
             config: &self.config,
         })
         .map_err(|e| RetrievalError::Blob(format!("cannot serialize: {e}")))?;
-        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
-        out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        out.extend_from_slice(&fnv1a64(&payload).to_le_bytes());
-        out.extend_from_slice(&payload);
-        Ok(out)
+        Ok(frame(&payload))
     }
 
     /// Reads a blob written by [`StoryIndex::to_bytes`], checking it (module docs).
@@ -459,6 +453,18 @@ fn adjacency(chunks: &[Chunk]) -> Vec<[Option<u32>; 2]> {
             out[w[1].1 as usize][0] = Some(w[0].1);
         }
     }
+    out
+}
+
+/// A blob around `payload`: magic, format version, length and checksum, then the payload. The
+/// fuzz targets frame mutated payloads with it so that they reach the payload's own checks.
+pub fn frame(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&fnv1a64(payload).to_le_bytes());
+    out.extend_from_slice(payload);
     out
 }
 

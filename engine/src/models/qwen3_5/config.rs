@@ -138,6 +138,29 @@ impl Config {
                 return bad(format!("RoPE type '{t}' is not implemented (default only)"));
             }
         }
+        use crate::models::shell::{check_sizes, MAX_HEADS, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH};
+        check_sizes(
+            source,
+            &[
+                ("vocab_size", self.vocab_size, MAX_VOCAB),
+                ("hidden_size", self.hidden_size, MAX_WIDTH),
+                ("intermediate_size", self.intermediate_size, MAX_WIDTH),
+                ("num_hidden_layers", self.num_hidden_layers, MAX_LAYERS),
+                ("num_attention_heads", self.num_attention_heads, MAX_HEADS),
+                ("linear_num_key_heads", self.linear_num_key_heads, MAX_HEADS),
+                (
+                    "linear_num_value_heads",
+                    self.linear_num_value_heads,
+                    MAX_HEADS,
+                ),
+                (
+                    "linear_value_head_dim",
+                    self.linear_value_head_dim,
+                    MAX_HEADS,
+                ),
+            ],
+            self.rms_norm_eps,
+        )?;
         let types = self.layer_types_raw();
         if types.len() != self.num_hidden_layers {
             return bad(format!(
@@ -348,7 +371,7 @@ impl Config {
         let full = kinds.len() as u64 - lin;
         let (conv, rec) = self.linear_state_lens();
         let per_lin = (conv + rec) as u64;
-        let per_full = (2 * ctx * self.num_key_value_heads * self.head_dim()) as u64;
+        let per_full = 2 * ctx as u64 * self.num_key_value_heads as u64 * self.head_dim() as u64;
         (4 * lin * per_lin, 4 * full * per_full)
     }
 }
