@@ -251,7 +251,9 @@ fn is_gutenberg_marker(line: &str, what: &str) -> bool {
         return false;
     };
     let rest = rest.trim_start_matches(['*', ' ']);
-    rest.len() >= what.len() && rest[..what.len()].eq_ignore_ascii_case(what)
+    // `get`: the marker's length may fall inside a multi-byte character of the line.
+    rest.get(..what.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(what))
 }
 
 /// Removes every `【…】` span (nested spans included). An unclosed `【` keeps the rest of the
