@@ -9,6 +9,9 @@
 //    documents and scripts this worker serves, so from the second visit on the page is
 //    `crossOriginIsolated` and the engine's threaded build can run (the pattern of npm
 //    `coi-serviceworker`). A response that already carries the headers is left as it is.
+// 3. Framing: a document it serves without a Content-Security-Policy header gets
+//    `frame-ancestors 'none'` (and `X-Frame-Options: DENY` for older browsers), so no other
+//    site can frame the page on a host that cannot send headers (a meta CSP cannot say this).
 //
 // Bump VERSION when the list below changes; activation deletes every other shell cache.
 const VERSION = 'v1';
@@ -45,12 +48,22 @@ self.addEventListener('activate', (event) => {
   })());
 });
 
-function isolated(resp) {
-  if (resp.status === 0 || resp.headers.get('Cross-Origin-Embedder-Policy')) return resp;
+function isolated(resp, document) {
+  if (resp.status === 0) return resp;
   const headers = new Headers(resp.headers);
-  headers.set('Cross-Origin-Opener-Policy', 'same-origin');
-  headers.set('Cross-Origin-Embedder-Policy', 'require-corp');
-  headers.set('Cross-Origin-Resource-Policy', 'same-origin');
+  let changed = false;
+  if (!headers.get('Cross-Origin-Embedder-Policy')) {
+    headers.set('Cross-Origin-Opener-Policy', 'same-origin');
+    headers.set('Cross-Origin-Embedder-Policy', 'require-corp');
+    headers.set('Cross-Origin-Resource-Policy', 'same-origin');
+    changed = true;
+  }
+  if (document && !headers.get('Content-Security-Policy')) {
+    headers.set('Content-Security-Policy', "frame-ancestors 'none'");
+    headers.set('X-Frame-Options', 'DENY');
+    changed = true;
+  }
+  if (!changed) return resp;
   return new Response(resp.body, { status: resp.status, statusText: resp.statusText, headers });
 }
 
@@ -68,10 +81,10 @@ self.addEventListener('fetch', (event) => {
     try {
       const resp = await fetch(req);
       if (resp.ok) await cache.put(key, resp.clone());
-      return isolated(resp);
+      return isolated(resp, req.mode === 'navigate');
     } catch (e) {
       const hit = await cache.match(key, { ignoreSearch: req.mode === 'navigate' });
-      if (hit) return isolated(hit);
+      if (hit) return isolated(hit, req.mode === 'navigate');
       throw e;
     }
   })());

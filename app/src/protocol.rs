@@ -245,6 +245,8 @@ pub enum FailKind {
     NoWebGpu,
     /// The GPU lacks a limit the bundle needs.
     Limits,
+    /// The bundle needs more memory than a browser page can hold (refused before download).
+    Memory,
     /// A download failed.
     Network,
     /// A shard failed its length or sha256 check.

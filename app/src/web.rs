@@ -49,31 +49,73 @@ fn net_error(e: gloo_net::Error) -> String {
     }
 }
 
+/// Why a request failed, in words, and whether asking again may help: the network failed or
+/// the body broke off (`retry`), against an answer the server meant (an error status, a
+/// redirect off the site).
+#[derive(Debug)]
+pub struct NetError {
+    /// What happened, naming the URL.
+    pub message: String,
+    /// Asking again may help.
+    pub retry: bool,
+}
+
 /// GETs `url` (same origin). `revalidate`: ask the server even if the HTTP cache has a copy
 /// (manifests); otherwise the HTTP cache may answer (content-addressed shards). A status other
 /// than 2xx is an error naming the URL and the status.
 pub async fn fetch(url: &str, revalidate: bool) -> Result<Response, String> {
+    get_from(url, revalidate, 0).await.map_err(|e| e.message)
+}
+
+/// GETs `url` from byte `from` on (`Range: bytes=from-` when `from > 0`; the caller checks
+/// that the answer is a `206` starting there, since a server may ignore the range and send
+/// the whole file). Errors as [`fetch`], with [`NetError::retry`] set for network failures.
+pub async fn get_from(url: &str, revalidate: bool, from: u64) -> Result<Response, NetError> {
     let mut req = Request::get(url);
     if revalidate {
         req = req.cache(RequestCache::NoCache);
     }
-    let resp = req
-        .send()
-        .await
-        .map_err(|e| format!("could not download {url}: {}", net_error(e)))?;
+    if from > 0 {
+        req = req.header("Range", &format!("bytes={from}-"));
+    }
+    let resp = req.send().await.map_err(|e| NetError {
+        message: format!("could not download {url}: {}", net_error(e)),
+        retry: true,
+    })?;
     // A redirect may not take a bundle off the site the page came from.
     if resp.redirected() {
-        same_origin(&resp.url())
-            .map_err(|e| format!("could not download {url}: it redirects to {e}"))?;
+        same_origin(&resp.url()).map_err(|e| NetError {
+            message: format!("could not download {url}: it redirects to {e}"),
+            retry: false,
+        })?;
     }
     if !resp.ok() {
-        return Err(format!(
-            "could not download {url}: HTTP {} {}",
-            resp.status(),
-            resp.status_text()
-        ));
+        return Err(NetError {
+            message: format!(
+                "could not download {url}: HTTP {} {}",
+                resp.status(),
+                resp.status_text()
+            ),
+            // The server's own trouble may pass; a missing or forbidden file will not.
+            retry: resp.status() >= 500,
+        });
     }
     Ok(resp)
+}
+
+/// Where a `206 Partial Content` answer starts (`Content-Range: bytes START-END/TOTAL`);
+/// `None` for a whole-file answer or an unreadable header.
+pub fn range_start(resp: &Response) -> Option<u64> {
+    if resp.status() != 206 {
+        return None;
+    }
+    let cr = resp.headers().get("content-range")?;
+    cr.strip_prefix("bytes ")?
+        .split('-')
+        .next()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// A response body as text.
@@ -86,20 +128,21 @@ pub async fn bytes(resp: Response) -> Result<Vec<u8>, String> {
     resp.binary().await.map_err(net_error)
 }
 
-/// A response body read chunk by chunk, calling `on_chunk(bytes)` as each arrives.
-/// `expected` preallocates (the manifest's size).
-pub async fn bytes_streamed(
+/// A response body read chunk by chunk onto the end of `out`, calling `on_chunk(bytes)` as
+/// each arrives. On an error (the connection broke off) `out` keeps every byte that arrived,
+/// so the caller can ask for the rest.
+pub async fn read_body(
     resp: Response,
-    expected: usize,
+    out: &mut Vec<u8>,
     mut on_chunk: impl FnMut(u64),
-) -> Result<Vec<u8>, String> {
+) -> Result<(), String> {
     let Some(body) = resp.body() else {
         let b = bytes(resp).await?;
         on_chunk(b.len() as u64);
-        return Ok(b);
+        out.extend_from_slice(&b);
+        return Ok(());
     };
     let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
-    let mut out = Vec::with_capacity(expected);
     loop {
         let r = JsFuture::from(reader.read())
             .await
@@ -115,7 +158,7 @@ pub async fn bytes_streamed(
         chunk.copy_to(&mut out[start..]);
         on_chunk(n as u64);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Opens the bundle cache, or says why there is none (private mode, insecure origin).

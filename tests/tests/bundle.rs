@@ -547,3 +547,72 @@ fn corrupt_shards_and_failed_rebuilds() {
     let e = err_text(ModelBundle::open_dir(&out));
     assert!(e.contains(&shard) && e.contains("truncated"), "{e}");
 }
+
+/// `footprint` counts, from the manifest alone, what loading a bundle holds: every shard, the
+/// weights resident on the CPU path (LQ4 as stored, the rest as f32), the index, the KV cache;
+/// on a GPU neither weights nor state live in host memory. `check` refuses a bundle over the
+/// limit by what it needs, and a manifest that claims absurd sizes saturates instead of
+/// overflowing.
+#[test]
+fn footprint_counts_what_a_load_holds() {
+    use lorekeeper_engine::answer::session::footprint;
+    use lorekeeper_engine::format::bundle::{DType, Manifest};
+    use lorekeeper_engine::models::ModelConfig;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ctx = 333;
+    let mut host = Vec::new();
+    for quant in [Quant::F32, Quant::Q4] {
+        let dir = tmp.path().join(format!("{quant:?}"));
+        build(&dir, quant, false, None).expect("build");
+        let bytes = std::fs::read(dir.join(MANIFEST_FILE)).expect("manifest");
+        let m = Manifest::parse("manifest.json", &bytes).expect("parse");
+        let on_disk: u64 = files_in(&dir)
+            .iter()
+            .filter(|f| f.as_str() != MANIFEST_FILE)
+            .map(|f| std::fs::metadata(dir.join(f)).expect("stat").len())
+            .sum();
+        let cpu = footprint(&m, true, ctx).expect("footprint");
+        let gpu = footprint(&m, false, ctx).expect("footprint");
+        assert_eq!(cpu.files, on_disk, "{quant:?}: shard bytes");
+        assert_eq!((gpu.files, gpu.weights, gpu.state), (on_disk, 0, 0));
+        let model = m.model.as_ref().expect("model part");
+        let cfg = ModelConfig::from_json("config", &model.config.to_string()).expect("config");
+        let (rec, kv) = cfg.state_bytes(ctx);
+        assert_eq!(cpu.state, rec + kv, "{quant:?}: state");
+        let mut want = 0u64;
+        for t in model.tensors.values() {
+            let (r, c) = t.matrix_dims();
+            want += if quant == Quant::Q4 && t.dtype == DType::Lq4 {
+                t.parts.iter().map(|p| p.length).sum::<u64>()
+            } else {
+                4 * (r * c) as u64
+            };
+        }
+        assert_eq!(cpu.weights, want, "{quant:?}: resident weights");
+        // At the limit it fits; one byte less and the error says what the bundle needs.
+        cpu.check("tiny", cpu.total()).expect("fits");
+        let e = cpu
+            .check("tiny", cpu.total() - 1)
+            .expect_err("over")
+            .to_string();
+        assert!(
+            e.contains("tiny") && e.contains("nothing was downloaded") && e.contains("of weights"),
+            "{e}"
+        );
+        host.push(cpu.weights);
+        // A manifest that claims a shard of 2^63 bytes: saturated, refused, no overflow.
+        let mut lying = m.clone();
+        for sh in &mut lying.shards {
+            sh.bytes = 1 << 63;
+        }
+        let f = footprint(&lying, true, ctx).expect("footprint");
+        assert_eq!(f.total(), u64::MAX, "{f:?}");
+        assert!(f.check("lying", 4 << 30).is_err());
+    }
+    assert!(
+        host[1] < host[0],
+        "LQ4 weights {} vs f32 {}",
+        host[1],
+        host[0]
+    );
+}

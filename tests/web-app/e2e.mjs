@@ -73,6 +73,21 @@ async function ask(page, q) {
   return page.locator('.turn').last();
 }
 
+// Waits until the page shows `more` turns beyond `before`, the last one finished.
+async function turnsFinished(page, before, more) {
+  await page.waitForFunction(([n, k]) => {
+    const t = document.querySelectorAll('.turn');
+    return t.length >= n + k && t[t.length - 1].querySelector('.answer-view, .turn-error');
+  }, [before, more], { timeout: LONG });
+}
+
+// What the server was asked for, one `PATH RANGE` line per request (serve.py --log).
+function requests(part) {
+  const log = process.env.E2E_REQUEST_LOG;
+  if (!log) return null;
+  return readFileSync(log, 'utf8').split('\n').filter((l) => l.includes(part));
+}
+
 async function rawRounds(turn) {
   return turn.locator('pre.raw').evaluateAll((els) =>
     els.map((e) => ({ text: e.textContent, tokens: Number(e.dataset.tokens) })));
@@ -143,8 +158,13 @@ const gpuUrl = `${url}?backend=gpu`;
     `pwned=${pwned}, elements=${elements}`);
   await shot(page, 'answer');
 
-  // 2. Abstention: nothing in the story matches.
+  // 2. Abstention: nothing in the story matches. Meanwhile the earlier turn is not rebuilt:
+  //    tokens change only the running turn's line (a marker on the first turn's element
+  //    survives the whole second question).
+  await page.evaluate(() => { document.querySelector('.turn').__probe = 1; });
   const none = await ask(page, 'xylophone quantum zeppelin');
+  check('asking and streaming a new answer leaves the earlier turns\' elements as they were',
+    await page.evaluate(() => document.querySelector('.turn').__probe === 1));
   const noneAction = await none.locator('.answer-view').getAttribute('data-action');
   check('a question the story cannot answer abstains', noneAction === 'abstain', noneAction);
   await shot(page, 'abstention');
@@ -179,14 +199,21 @@ const gpuUrl = `${url}?backend=gpu`;
     await p2.waitForSelector('#phase.ready', { timeout: LONG });
     await setSettings(p2);
     await p2.evaluate(() => window.lorekeeperLoseDevice());
-    const lost = await ask(p2, question);
-    const lostText = await lost.textContent();
-    await p2.waitForSelector('#notice', { timeout: LONG });
-    await p2.waitForSelector('#phase.ready', { timeout: LONG });
+    // The answer in progress ends with a clear message; the page starts a fresh worker, which
+    // reloads the bundle from the cache, and asks the question again by itself.
+    const n0 = await p2.locator('.turn').count();
+    await p2.fill('#question', question);
+    await p2.click('#ask');
+    await turnsFinished(p2, n0, 2);
+    const lostText = await p2.locator('.turn').nth(n0).textContent();
     const notice = await p2.textContent('#notice');
     check('a lost device is reported and the engine re-initialises without a page reload',
-      /GPU device was lost/.test(notice) && /GPU was reset/.test(lostText), `${notice} | ${lostText.slice(0, 160)}`);
-    sameRounds('after the device loss the same question gets the same tokens', await rawRounds(await ask(p2, question)));
+      /GPU device was lost/.test(notice) && /GPU was reset/.test(lostText) && /asked again/.test(lostText),
+      `${notice} | ${lostText.slice(0, 200)}`);
+    const redone = p2.locator('.turn').last();
+    check('the question cut short by the lost device is asked again',
+      (await redone.locator('.question').textContent()) === question);
+    sameRounds('the question asked again after the device loss gets the same tokens', await rawRounds(redone));
 
     // Stop: a long answer is cut short and still checked.
     await p2.fill('#max-tokens', '400');
@@ -209,24 +236,23 @@ const gpuUrl = `${url}?backend=gpu`;
     // A panic in the worker mid-answer (test hook): the answer in progress ends with a clear
     // error instead of hanging, a fresh worker reloads the bundle from the cache, and the same
     // question then gets the same tokens.
+    // (Still 400 tokens, so the crash lands mid-answer; the question asked again reads the
+    // settings when it is sent, by then the native run's.)
     const m = await p2.locator('.turn').count();
     await p2.fill('#question', question);
     await p2.click('#ask');
     await p2.waitForSelector('#streaming', { timeout: LONG });
     await p2.evaluate(() => window.lorekeeperCrashWorker());
-    await p2.waitForFunction((m) => {
-      const t = document.querySelectorAll('.turn');
-      return t.length > m && t[t.length - 1].querySelector('.answer-view, .turn-error');
-    }, m, { timeout: 60_000 });
-    const crashed = await p2.locator('.turn').last().textContent();
-    await p2.waitForSelector('#phase.ready', { timeout: LONG });
+    await p2.fill('#max-tokens', String(SETTINGS.max_tokens));
+    await p2.dispatchEvent('#max-tokens', 'change');
+    await turnsFinished(p2, m, 2);
+    const crashed = await p2.locator('.turn').nth(m).textContent();
     const crashNotice = await p2.textContent('#notice');
     check('a panic in the worker mid-answer ends the answer with an error and the engine restarts',
       /engine stopped/.test(crashed) && /test hook/.test(crashed) && /restarted/.test(crashNotice),
       `${crashed.slice(0, 200)} | ${crashNotice}`);
-    await p2.fill('#max-tokens', String(SETTINGS.max_tokens));
-    await p2.dispatchEvent('#max-tokens', 'change');
-    sameRounds('after the crash the same question gets the same tokens', await rawRounds(await ask(p2, question)));
+    sameRounds('after the crash the question is asked again and gets the same tokens',
+      await rawRounds(p2.locator('.turn').last()));
 
     // A failure that repeats: after two fresh starts the page stops retrying and says so.
     for (let i = 0; i < 2; i++) {
@@ -274,6 +300,45 @@ const gpuUrl = `${url}?backend=gpu`;
   await setSettings(page);
   sameRounds('the CPU path in the page answers with the native engine\'s tokens', await rawRounds(await ask(page, question)));
   await shot(page, 'answer-cpu');
+
+  // A server that drops every transfer of a model shard that starts at byte 0 (serve.py
+  // --cut): only resuming with a range completes it, starting over never can.
+  await loadBundle(page, 'tiny-cut');
+  await page.waitForSelector('#phase.ready, #load-error', { timeout: LONG });
+  const cutLoaded = (await page.$('#loaded')) ? await page.textContent('#loaded') : await page.textContent('#load-error');
+  const ranges = requests('/bundles/tiny-cut/model-') || [];
+  check('a shard whose transfer breaks off is resumed where it stopped (Range) and the bundle loads',
+    /passages/.test(cutLoaded) && ranges.some((l) => / bytes=[1-9]\d*-$/.test(l)),
+    `${cutLoaded} | ${ranges.join('; ')}`);
+  sameRounds('the resumed bundle answers with the native engine\'s tokens', await rawRounds(await ask(page, question)));
+
+  // A bundle larger than a page can hold: refused from its manifest, before any shard is asked
+  // for, with what it needs.
+  await loadBundle(page, 'tiny-huge');
+  await page.waitForSelector('#load-error', { timeout: LONG });
+  const huge = await page.textContent('#load-error');
+  const hugeShards = (requests('/bundles/tiny-huge/') || ['(no request log)']).filter((l) => !l.includes('manifest.json'));
+  check('a bundle larger than the page can hold is refused before download, saying what it needs',
+    /too large for a browser page/.test(huge) && /nothing was downloaded/.test(huge) && /MiB of shards/.test(huge)
+      && hugeShards.length === 0, `${huge} | ${hugeShards.join('; ')}`);
+  await shot(page, 'error-too-large');
+  await context.close();
+  await browser.close();
+}
+
+// No other site may frame the page (frame-ancestors 'none', sent by the server).
+{
+  const browser = await launch(false);
+  const { context, page } = await newPage(browser);
+  const resp = await page.goto(url);
+  const csp = resp.headers()['content-security-policy'] || '';
+  await page.goto('about:blank');
+  await page.setContent(`<iframe id="f" src="${url}"></iframe>`);
+  await page.waitForTimeout(3000);
+  const framed = page.frames().find((f) => f !== page.mainFrame());
+  const inside = framed ? await framed.$('#bundle').catch(() => null) : null;
+  check('another page cannot frame the app (frame-ancestors \'none\')', /frame-ancestors 'none'/.test(csp) && inside === null,
+    `csp "${csp}", framed url ${framed && framed.url()}`);
   await context.close();
   await browser.close();
 }

@@ -29,15 +29,27 @@ bin=target/debug
 "$bin/lorekeeper" ask --bundle "$work/tiny" --backend cpu --json --seed 7 --temperature 0.7 \
   --max-tokens 48 "$question" > "$work/native.json"
 
-echo "== web app: trunk build --release --features test-hooks =="
+echo "== web app: trunk build --cargo-profile web-test --features test-hooks =="
 # The test hooks (lose the GPU device, crash the worker) exist only in this build; ./run.sh's
 # release build has none (a unit test in app/src/protocol.rs checks the messages are refused).
-trunk build --release --features test-hooks
+# The `web-test` profile (Cargo.toml): release semantics at opt-level 1, no wasm-opt.
+trunk build --cargo-profile web-test --features test-hooks
 site="$work/site"
 cp -r dist "$site"
 cp -r "$work/tiny" "$site/bundles/tiny"
 cp -r "$work/tiny" "$site/bundles/tiny-slow"
 cp -r "$work/tiny" "$site/bundles/tiny-corrupt"
+cp -r "$work/tiny" "$site/bundles/tiny-cut"
+cp -r "$work/tiny" "$site/bundles/tiny-huge"
+# A manifest that says its first shard holds 5 GiB: more than a page can hold.
+python3 - "$site/bundles/tiny-huge/manifest.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+m = json.load(open(p))
+m["shards"][0]["bytes"] = 5 << 30
+m["total_bytes"] = sum(s["bytes"] for s in m["shards"])
+json.dump(m, open(p, "w"), indent=1)
+PY
 # One flipped byte in the middle of the model shard.
 shard=$(ls "$site/bundles/tiny-corrupt"/model-*.bin | head -1)
 python3 - "$shard" <<'PY'
@@ -54,12 +66,17 @@ cat > "$site/bundles/index.json" <<JSON
   {"id": "tiny", "title": "Test: tiny Qwen3 over the lighthouse story", "path": "bundles/tiny/", "description": "Random weights; for the browser test.", "manifest_sha256": "$pin"},
   {"id": "tiny-repinned", "title": "Test: the same, pinned to another manifest", "path": "bundles/tiny/", "description": "The catalog's manifest_sha256 does not match.", "manifest_sha256": "$wrong"},
   {"id": "tiny-slow", "title": "Test: the same, served slowly", "path": "bundles/tiny-slow/", "description": "Throttled download."},
-  {"id": "tiny-corrupt", "title": "Test: the same with a damaged shard", "path": "bundles/tiny-corrupt/", "description": "One flipped byte."}
+  {"id": "tiny-corrupt", "title": "Test: the same with a damaged shard", "path": "bundles/tiny-corrupt/", "description": "One flipped byte."},
+  {"id": "tiny-cut", "title": "Test: the same over a connection that drops", "path": "bundles/tiny-cut/", "description": "Every model-shard transfer from byte 0 breaks off."},
+  {"id": "tiny-huge", "title": "Test: a manifest claiming 5 GiB", "path": "bundles/tiny-huge/", "description": "More than a page can hold."}
 ]}
 JSON
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-python3 tests/web-app/serve.py "$site" --port "$port" --throttle /bundles/tiny-slow/model-=60000 &
+export E2E_REQUEST_LOG="$work/requests.log"
+: > "$E2E_REQUEST_LOG"
+python3 tests/web-app/serve.py "$site" --port "$port" --throttle /bundles/tiny-slow/model-=60000 \
+  --cut /bundles/tiny-cut/model-=1500 --log "$E2E_REQUEST_LOG" &
 server=$!
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.2; done
 

@@ -3,6 +3,7 @@
 use leptos::prelude::*;
 
 use super::{answer::AnswerView, AppState, Phase};
+use crate::chat_log::Turn;
 use crate::protocol::ToWorker;
 
 /// Longest question the page sends (the engine refuses longer ones too).
@@ -25,39 +26,37 @@ pub fn Chat() -> impl IntoView {
         draft.set(String::new());
         st.ask(q.trim().to_string());
     };
-    let turns = move || {
-        st.turns
-            .get()
-            .into_iter()
-            .map(|t| {
-                let body = match (&t.answer, &t.error) {
-                    (Some(a), _) => {
-                        view! { <AnswerView answer=a.clone() first_token_s=t.first_token_s /> }
-                            .into_any()
-                    }
-                    (None, Some(e)) => {
-                        view! { <p class="error turn-error">{e.clone()}</p> }.into_any()
-                    }
-                    (None, None) => {
-                        let shown = if t.streamed.is_empty() {
+    // One row per turn, keyed by its number and whether it finished: a row is built when its
+    // question is sent and once more when its answer arrives; tokens in between change only
+    // the running row's text (`st.live`), never the rest of the conversation.
+    let row = move |t: Turn| {
+        let body = match (&t.answer, &t.error) {
+            (Some(a), _) => {
+                view! { <AnswerView answer=a.clone() first_token_s=t.first_token_s /> }.into_any()
+            }
+            (None, Some(e)) => view! { <p class="error turn-error">{e.clone()}</p> }.into_any(),
+            (None, None) => {
+                let shown = move || {
+                    st.live.with(|l| {
+                        if l.streamed.is_empty() {
                             format!(
                                 "Reading the evidence and writing… ({} characters of output)",
-                                t.raw.len()
+                                l.raw_chars
                             )
                         } else {
-                            t.streamed.clone()
-                        };
-                        view! { <p class="streaming" id="streaming">{shown}</p> }.into_any()
-                    }
+                            l.streamed.clone()
+                        }
+                    })
                 };
-                view! {
-                    <div class="turn">
-                        <p class="question">{t.question.clone()}</p>
-                        <div class="reply">{body}</div>
-                    </div>
-                }
-            })
-            .collect_view()
+                view! { <p class="streaming" id="streaming">{shown}</p> }.into_any()
+            }
+        };
+        view! {
+            <div class="turn">
+                <p class="question">{t.question.clone()}</p>
+                <div class="reply">{body}</div>
+            </div>
+        }
     };
     let clear = move |_| {
         st.turns.set(Vec::new());
@@ -65,7 +64,9 @@ pub fn Chat() -> impl IntoView {
     };
     view! {
         <div class="card chat">
-            <div class="turns" aria-live="polite">{turns}</div>
+            <div class="turns" aria-live="polite">
+                <For each=move || st.turns.get() key=|t| (t.n, t.finished()) children=row />
+            </div>
             <form class="ask" on:submit=move |ev| { ev.prevent_default(); submit(); }>
                 <textarea
                     id="question"

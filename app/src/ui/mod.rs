@@ -11,12 +11,12 @@ mod status;
 
 use leptos::prelude::*;
 use lorekeeper_engine::answer::session::AnswerStream;
-use lorekeeper_engine::answer::Answer;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{MessageEvent, Worker, WorkerOptions, WorkerType};
 
+use crate::chat_log::{push_turn, to_save, Live, Turn};
 use crate::format::RateMeter;
 use crate::protocol::{
     decode, encode, parse_catalog, threads_from_query, BackendChoice, Catalog, CatalogEntry,
@@ -92,29 +92,6 @@ pub struct LoadedInfo {
     pub all_cached: bool,
 }
 
-/// One question and its answer.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Turn {
-    /// Sequence number (list key).
-    pub n: u64,
-    /// The question.
-    pub question: String,
-    /// Answer text streamed so far.
-    pub streamed: String,
-    /// Raw model output streamed so far.
-    pub raw: String,
-    /// The finished answer.
-    pub answer: Option<Answer>,
-    /// Why there is no answer.
-    pub error: Option<String>,
-    /// Page clock (ms) when the question was sent.
-    #[serde(default)]
-    pub asked_ms: f64,
-    /// Seconds from sending the question to its first generated token, as the reader saw it.
-    #[serde(default)]
-    pub first_token_s: Option<f64>,
-}
-
 /// Every signal of the page (cheap to copy into closures).
 #[derive(Clone, Copy)]
 pub struct AppState {
@@ -130,8 +107,11 @@ pub struct AppState {
     pub loaded: RwSignal<Option<LoadedInfo>>,
     /// Notices (storage, GPU reset).
     pub notice: RwSignal<Option<String>>,
-    /// The conversation.
+    /// The conversation: finished turns and the running one's question (changes once per
+    /// question and once per answer).
     pub turns: RwSignal<Vec<Turn>>,
+    /// The running turn's streamed answer (changes with every token).
+    pub live: RwSignal<Live>,
     /// A question is being answered.
     pub asking: RwSignal<bool>,
     /// Question settings.
@@ -142,6 +122,9 @@ pub struct AppState {
     /// asked at the first load.
     pub persisted: RwSignal<Option<bool>>,
     engine: StoredValue<EngineHandle, LocalStorage>,
+    /// A question cut short by a lost device or a crashed worker, asked again once the fresh
+    /// worker has loaded the bundle (at most [`MAX_RESTARTS`] times in a row).
+    retry: StoredValue<Option<String>>,
     meter: StoredValue<RateMeter>,
     stream: StoredValue<AnswerStream>,
 }
@@ -204,11 +187,13 @@ impl AppState {
             loaded: RwSignal::new(None),
             notice: RwSignal::new(None),
             turns: RwSignal::new(Vec::new()),
+            live: RwSignal::new(Live::default()),
             asking: RwSignal::new(false),
             settings: RwSignal::new(stored(SETTINGS_KEY).unwrap_or_default()),
             focus: RwSignal::new(None),
             persisted: RwSignal::new(None),
             engine: StoredValue::new_local(EngineHandle::default()),
+            retry: StoredValue::new(None),
             meter: StoredValue::new(RateMeter::default()),
             stream: StoredValue::new(AnswerStream::default()),
         }
@@ -313,6 +298,7 @@ impl AppState {
 
     /// Checks, downloads and loads `b`.
     pub fn load(&self, b: CatalogEntry) {
+        self.retry.set_value(None);
         if self.engine.with_value(|h| h.worker.is_none()) {
             self.restart_engine();
         }
@@ -339,6 +325,7 @@ impl AppState {
 
     /// Cancels a download or load: the worker is replaced.
     pub fn cancel(&self) {
+        self.retry.set_value(None);
         self.restart_engine();
         self.phase.set(Phase::Idle);
         self.progress.set(None);
@@ -351,32 +338,36 @@ impl AppState {
         self.stream.set_value(AnswerStream::default());
         self.asking.set(true);
         self.focus.set(None);
+        let mut n = 0;
         self.turns.update(|t| {
-            let n = t.last().map(|l| l.n + 1).unwrap_or(0);
-            t.push(Turn {
-                n,
-                question: question.clone(),
-                asked_ms: web::now_ms(),
-                ..Turn::default()
-            });
+            n = push_turn(
+                t,
+                Turn {
+                    question: question.clone(),
+                    asked_ms: web::now_ms(),
+                    ..Turn::default()
+                },
+            );
+        });
+        self.live.set(Live {
+            n,
+            ..Live::default()
         });
         self.send(ToWorker::Ask { question, settings });
     }
 
     fn save_history(&self) {
         if let Some(b) = self.bundle.get_untracked() {
-            self.turns.with_untracked(|t| {
-                // Keep the last 50 finished turns.
-                let done: Vec<&Turn> = t.iter().filter(|t| t.answer.is_some()).collect();
-                let from = done.len().saturating_sub(50);
-                store(&history_key(&b.id), &done[from..]);
-            });
+            self.turns
+                .with_untracked(|t| store(&history_key(&b.id), &to_save(t)));
         }
     }
 
     fn finish_turn(&self, f: impl FnOnce(&mut Turn)) {
+        let first_token_s = self.live.with_untracked(|l| l.first_token_s);
         self.turns.update(|t| {
             if let Some(last) = t.last_mut() {
+                last.first_token_s = first_token_s;
                 f(last);
             }
         });
@@ -466,20 +457,26 @@ impl AppState {
                     self.notice.set(note);
                 }
                 self.phase.set(Phase::Ready);
+                if let Some(q) = self.retry.try_update_value(Option::take).flatten() {
+                    self.ask(q);
+                }
             }
             FromWorker::Token { text } => {
                 let shown = self
                     .stream
                     .try_update_value(|s| s.push(&text).to_string())
                     .unwrap_or_default();
-                self.turns.update(|t| {
-                    if let Some(last) = t.last_mut() {
-                        if last.first_token_s.is_none() {
-                            last.first_token_s = Some((web::now_ms() - last.asked_ms) / 1e3);
-                        }
-                        last.raw.push_str(&text);
-                        last.streamed.push_str(&shown);
+                // Only the running turn's line changes; the conversation is not rebuilt.
+                self.live.update(|l| {
+                    if l.first_token_s.is_none() {
+                        let asked = self
+                            .turns
+                            .with_untracked(|t| t.last().map(|t| t.asked_ms))
+                            .unwrap_or_default();
+                        l.first_token_s = Some((web::now_ms() - asked) / 1e3);
                     }
+                    l.raw_chars += text.chars().count();
+                    l.streamed.push_str(&shown);
                 });
             }
             FromWorker::Answer { answer } => {
@@ -504,21 +501,35 @@ impl AppState {
                         h.restarts
                     })
                     .unwrap_or(u32::MAX);
+                let again = restarts <= MAX_RESTARTS;
+                let then = if again {
+                    "it is asked again once the engine has restarted"
+                } else {
+                    "ask again after reloading the page"
+                };
                 let (answer_error, notice) = if kind == FailKind::DeviceLost {
                     (
-                        "The GPU was reset while answering; ask again.".to_string(),
+                        format!("The GPU was reset while answering; {then}."),
                         format!("The GPU device was lost ({message})."),
                     )
                 } else {
                     (
-                        format!("The engine stopped while answering ({message}); ask again."),
+                        format!("The engine stopped while answering ({message}); {then}."),
                         format!("The engine stopped: {message}."),
                     )
                 };
                 if self.asking.get_untracked() {
-                    self.finish_turn(|t| t.error = Some(answer_error));
+                    let mut question = String::new();
+                    self.finish_turn(|t| {
+                        question = t.question.clone();
+                        t.error = Some(answer_error);
+                    });
+                    // The fresh worker answers it from the start (capped with the restarts).
+                    if again && !question.is_empty() {
+                        self.retry.set_value(Some(question));
+                    }
                 }
-                if restarts > MAX_RESTARTS {
+                if !again {
                     // A failure that repeats after fresh starts will repeat again: stop here.
                     // A new generation, so the dead worker's remaining events are ignored.
                     let dead = self.engine.try_update_value(|h| {

@@ -103,6 +103,7 @@ pub fn Status() -> impl IntoView {
             let title = match kind {
                 FailKind::NoWebGpu => "This browser can't run Lorekeeper",
                 FailKind::Limits => "This GPU can't run this bundle",
+                FailKind::Memory => "This bundle is too large for a browser page",
                 FailKind::Network => "The bundle could not be downloaded",
                 FailKind::Corrupt => "The bundle is damaged",
                 FailKind::Load => "The bundle could not be loaded",

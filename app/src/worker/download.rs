@@ -15,12 +15,16 @@ use web_sys::Cache;
 use super::{base_config, fail, post, Engine, CONTEXT};
 use crate::protocol::{BackendChoice, CatalogEntry, FailKind, FromWorker};
 use crate::web;
-use lorekeeper_engine::answer::session::Session;
+use lorekeeper_engine::answer::session::{footprint, Session, PAGE_HEAP_LIMIT};
 
 /// Downloads in flight at once.
 const PARALLEL: usize = 3;
 /// Progress messages at most this often.
 const PROGRESS_MS: f64 = 100.0;
+/// Further requests for one shard after its transfer broke off or the network failed.
+const RETRIES: u32 = 4;
+/// The pause before the n-th of them: n times this.
+const RETRY_PAUSE_MS: u32 = 500;
 
 /// A loaded bundle.
 pub(super) struct Loaded {
@@ -167,27 +171,55 @@ async fn from_cache(cache: Option<&Cache>, url: &str, e: &ShardEntry) -> Option<
     }
 }
 
-/// Downloads one shard, streaming progress, and checks it against the manifest.
+/// Downloads one shard, streaming progress, and checks it against the manifest. A transfer
+/// that breaks off is resumed where it stopped (`Range`), and a request the network failed is
+/// sent again, [`RETRIES`] times at most with a growing pause; a server that ignores the range
+/// sends the whole file again, which is taken from its start.
 async fn download(url: &str, e: &ShardEntry, p: &Progress) -> Result<Vec<u8>, FromWorker> {
-    let resp = web::fetch(url, false)
-        .await
-        .map_err(|m| fail(FailKind::Network, m))?;
-    let got = Cell::new(0u64);
-    let bytes = web::bytes_streamed(resp, e.bytes as usize, |n| {
-        got.set(got.get() + n);
-        p.add(n, false);
-    })
-    .await
-    .map_err(|m| fail(FailKind::Network, format!("{url}: {m}")))?;
-    verify_shard(e, &bytes).map_err(|err| {
+    let mut out: Vec<u8> = Vec::with_capacity(e.bytes as usize);
+    let mut tries = 0;
+    loop {
+        let from = out.len() as u64;
+        let attempt = async {
+            let resp = web::get_from(url, false, from).await?;
+            if from > 0 && web::range_start(&resp) != Some(from) {
+                // Not the rest of the file: start over with what came.
+                p.done.set(p.done.get().saturating_sub(from));
+                out.clear();
+            }
+            web::read_body(resp, &mut out, |n| p.add(n, false))
+                .await
+                .map_err(|m| web::NetError {
+                    message: format!("{url}: {m}"),
+                    retry: true,
+                })
+        };
+        match attempt.await {
+            Ok(()) => break,
+            Err(err) if err.retry && tries < RETRIES => {
+                tries += 1;
+                gloo_timers::future::TimeoutFuture::new(RETRY_PAUSE_MS * tries).await;
+            }
+            Err(err) => {
+                p.done.set(p.done.get().saturating_sub(out.len() as u64));
+                let again = if tries > 0 {
+                    format!(" (after {tries} more tries)")
+                } else {
+                    String::new()
+                };
+                return Err(fail(FailKind::Network, format!("{}{again}", err.message)));
+            }
+        }
+    }
+    verify_shard(e, &out).map_err(|err| {
         // Take back what this shard added, so the bar does not pass 100 % on a retry.
-        p.done.set(p.done.get().saturating_sub(got.get()));
+        p.done.set(p.done.get().saturating_sub(out.len() as u64));
         fail(
             FailKind::Corrupt,
             format!("{err}. The file on the server does not match the bundle's manifest; rebuild or re-upload the bundle."),
         )
     })?;
-    Ok(bytes)
+    Ok(out)
 }
 
 /// Check, download, verify, load.
@@ -216,6 +248,11 @@ pub(super) async fn load_bundle(
     // 2. The backend: the CPU path unless a hardware WebGPU adapter measures faster (or the
     //    page's setting forces one).
     let (gpu, backend_line) = choose_backend(&manifest, backend).await?;
+    // 2b. Room in this page's memory, from the manifest alone: a bundle the page cannot hold
+    //     is refused before anything is downloaded.
+    footprint(&manifest, gpu.is_none(), CONTEXT)
+        .and_then(|f| f.check(&manifest_url, PAGE_HEAP_LIMIT))
+        .map_err(|e| fail(FailKind::Memory, e.to_string()))?;
     let binding_needed = manifest
         .model
         .as_ref()

@@ -34,8 +34,8 @@ use crate::protocol::{
 };
 use crate::web;
 
-/// KV-cache positions per session (prompt + answer); ASA's 10000-token context is capped here.
-pub const CONTEXT: usize = 4096;
+/// KV-cache positions per session (prompt + answer).
+pub use lorekeeper_engine::answer::session::PAGE_CONTEXT as CONTEXT;
 
 /// Sends a message to the page.
 pub(crate) fn post(m: &FromWorker) {

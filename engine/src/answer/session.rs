@@ -9,7 +9,9 @@ use super::{ask, Answer, AskConfig, Llm, Retriever};
 use crate::backend::Backend;
 use crate::embed::Embedder;
 use crate::error::{EngineError, Result};
-use crate::format::bundle::{BundlePart, IndexBundle, Manifest, ModelBundle, Quant, MANIFEST_FILE};
+use crate::format::bundle::{
+    BundlePart, DType, IndexBundle, Manifest, ModelBundle, Quant, TensorEntry, MANIFEST_FILE,
+};
 use crate::models::LoadOptions;
 use crate::models::WeightFormat;
 use crate::models::{Decoder, ModelConfig};
@@ -129,6 +131,116 @@ impl<B: Backend> Session<B> {
         let llm = Llm::new(b, &mut self.model, &self.tok, self.vocab.as_ref());
         ask(llm, &r, question, &self.cfg, on_text).await
     }
+}
+
+/// KV-cache positions of a session in the web page (prompt + answer); ASA's 10000-token
+/// context is capped here.
+pub const PAGE_CONTEXT: usize = 4096;
+/// What a page's engine may hold: wasm32 addresses 4 GiB (the threaded build's shared memory
+/// declares that maximum too), less room for the code, stacks and the allocator's own use.
+pub const PAGE_HEAP_LIMIT: u64 = (4 << 30) - (256 << 20);
+
+/// What loading a bundle holds in host memory at its peak, by kind, in bytes. The page checks
+/// it against the wasm heap before it downloads anything ([`Footprint::check`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Every shard's bytes: downloaded (or read) whole and held until the session is built.
+    pub files: u64,
+    /// Weights resident in host memory once loaded: the model and the query embedder on the
+    /// CPU path (LQ4 matrices as stored, everything else dequantized to f32); none on a GPU,
+    /// which keeps them in its own memory.
+    pub weights: u64,
+    /// The parsed story index (vectors, graph, BM25 postings), counted as its blob's size again.
+    pub index: u64,
+    /// The decoder's state for the session's context (KV cache and recurrent state, f32) on
+    /// the CPU path; none on a GPU.
+    pub state: u64,
+}
+
+impl Footprint {
+    /// The peak: everything above at once (the shards are dropped only after the weights are
+    /// built from them).
+    pub fn total(&self) -> u64 {
+        self.files
+            .saturating_add(self.weights)
+            .saturating_add(self.index)
+            .saturating_add(self.state)
+    }
+
+    /// `Ok` when [`Footprint::total`] fits in `limit` bytes; otherwise an error that says what
+    /// the bundle needs, by kind, against the limit, and what to do instead. `source` names the
+    /// bundle.
+    pub fn check(&self, source: &str, limit: u64) -> Result<()> {
+        if self.total() <= limit {
+            return Ok(());
+        }
+        let mib = |b: u64| format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64);
+        Err(EngineError::Format {
+            file: source.to_string(),
+            detail: format!(
+                "loading this bundle needs about {} of memory ({} of shards, {} of weights, {} of index, {} of model state) but this page can hold at most {}; nothing was downloaded. Build a smaller bundle (index-builder model --quant q4, or a smaller model), or run it with the desktop build, lorekeeper",
+                mib(self.total()),
+                mib(self.files),
+                mib(self.weights),
+                mib(self.index),
+                mib(self.state),
+                mib(limit)
+            ),
+        })
+    }
+}
+
+/// Host bytes of one tensor once loaded: LQ4 as stored when the weights stay 4-bit, f32
+/// otherwise (q8 and f16 are dequantized at load).
+fn resident_bytes(t: &TensorEntry, keep_lq4: bool) -> u64 {
+    if keep_lq4 && t.dtype == DType::Lq4 {
+        t.parts.iter().fold(0u64, |a, p| a.saturating_add(p.length))
+    } else {
+        let (rows, cols) = t.matrix_dims();
+        4u64.saturating_mul(rows as u64).saturating_mul(cols as u64)
+    }
+}
+
+/// The host memory [`Session::from_files`] takes for `manifest` with a KV cache of `ctx`
+/// positions: `host_weights` when the weights live in host memory (the CPU path), not on a GPU.
+/// Computed from the manifest alone, before any shard is downloaded; saturating, so a manifest
+/// with absurd sizes gives a huge footprint, never an overflow.
+pub fn footprint(manifest: &Manifest, host_weights: bool, ctx: usize) -> Result<Footprint> {
+    let files = manifest
+        .shards
+        .iter()
+        .fold(0u64, |a, s| a.saturating_add(s.bytes));
+    let index = manifest
+        .index
+        .as_ref()
+        .and_then(|ix| manifest.shard(&ix.blob))
+        .map_or(0, |s| s.bytes);
+    let (mut weights, mut state) = (0u64, 0u64);
+    if host_weights {
+        if let Some(m) = &manifest.model {
+            let keep = bundle_format(manifest) == WeightFormat::Q4;
+            for t in m.tensors.values() {
+                weights = weights.saturating_add(resident_bytes(t, keep));
+            }
+            let cfg = ModelConfig::from_json(MANIFEST_FILE, &m.config.to_string())?;
+            let (recurrent, kv) = cfg.state_bytes(ctx);
+            state = recurrent.saturating_add(kv);
+        }
+        if let Some(e) = manifest.index.as_ref().and_then(|ix| ix.embedder.as_ref()) {
+            for t in e.tensors.values() {
+                weights = weights.saturating_add(resident_bytes(t, false));
+            }
+            if let Some(s) = e.e5s1.as_deref().and_then(|f| manifest.shard(f)) {
+                weights = weights.saturating_add(s.bytes);
+            }
+        }
+    }
+    Ok(Footprint {
+        files,
+        weights,
+        index,
+        state,
+    })
 }
 
 /// Pulls the `final_answer` string out of `grounded_action_v1` JSON as it streams, so a reader

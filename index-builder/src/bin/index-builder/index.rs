@@ -19,7 +19,7 @@ pub struct Args {
     embedder: Option<PathBuf>,
     /// Bundle folder (created, or its index part replaced)
     #[arg(long)]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Alias file: lines `canonical<TAB>alias<TAB>…`, or JSON
     #[arg(long)]
     aliases: Option<PathBuf>,
@@ -37,7 +37,7 @@ pub struct Args {
     dump_chunks: Option<PathBuf>,
     /// Print a JSON summary on stdout
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// `index-builder index`.

@@ -11,8 +11,12 @@
 mod index;
 mod model;
 
+use std::path::Path;
+
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use lorekeeper_engine::answer::session::{footprint, PAGE_CONTEXT, PAGE_HEAP_LIMIT};
+use lorekeeper_engine::format::bundle::{Manifest, MANIFEST_FILE};
 
 /// The command line.
 #[derive(Parser)]
@@ -49,8 +53,53 @@ fn main() -> std::process::ExitCode {
 
 /// Parses the command line and runs the command.
 fn run() -> Result<()> {
-    match Cli::parse().cmd {
-        Cmd::Model(args) => model::run(args),
-        Cmd::Index(args) => index::run(args),
+    let cmd = Cli::parse().cmd;
+    let (out, json) = match &cmd {
+        Cmd::Model(a) => (a.out.clone(), a.json),
+        Cmd::Index(a) => (a.out.clone(), a.json),
+    };
+    match cmd {
+        Cmd::Model(args) => model::run(args)?,
+        Cmd::Index(args) => index::run(args)?,
     }
+    if !json {
+        page_memory(&out);
+    }
+    Ok(())
+}
+
+/// Once a bundle has both parts: what loading it holds in a web page's memory (the check the
+/// page makes before it downloads), on the CPU path and beside WebGPU.
+fn page_memory(out: &Path) {
+    let Ok(bytes) = std::fs::read(out.join(MANIFEST_FILE)) else {
+        return;
+    };
+    let Ok(m) = Manifest::parse(MANIFEST_FILE, &bytes) else {
+        return;
+    };
+    if m.model.is_none() || m.index.is_none() {
+        return;
+    }
+    let (Ok(cpu), Ok(gpu)) = (
+        footprint(&m, true, PAGE_CONTEXT),
+        footprint(&m, false, PAGE_CONTEXT),
+    ) else {
+        return;
+    };
+    let mib = |b: u64| b.div_ceil(1 << 20);
+    eprintln!(
+        "index-builder: in a web page the bundle needs about {} MiB on the CPU path ({} MiB of shards, {} MiB of weights, {} MiB of index, {} MiB of model state), {} MiB beside WebGPU; a page holds at most {} MiB{}",
+        mib(cpu.total()),
+        mib(cpu.files),
+        mib(cpu.weights),
+        mib(cpu.index),
+        mib(cpu.state),
+        mib(gpu.total()),
+        mib(PAGE_HEAP_LIMIT),
+        if cpu.total() > PAGE_HEAP_LIMIT {
+            " (too large for the page's CPU path)"
+        } else {
+            ""
+        }
+    );
 }

@@ -36,7 +36,7 @@ pub struct Args {
     quant: QuantArg,
     /// Bundle folder (created, or its model part replaced)
     #[arg(long)]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Target shard size in MiB
     #[arg(long, default_value_t = 32)]
     shard_mb: u64,
@@ -45,7 +45,7 @@ pub struct Args {
     max_binding_mb: u64,
     /// Print a JSON summary on stdout
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// `index-builder model`.
