@@ -37,6 +37,11 @@ use crate::web;
 /// KV-cache positions per session (prompt + answer).
 pub use lorekeeper_engine::answer::session::PAGE_CONTEXT as CONTEXT;
 
+/// Timed runs (or repeats per query) a benchmark message may ask for.
+const MAX_BENCH_RUNS: usize = 100;
+/// Queries a retrieval benchmark message may carry.
+const MAX_BENCH_QUERIES: usize = 10_000;
+
 /// Sends a message to the page.
 pub(crate) fn post(m: &FromWorker) {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
@@ -310,7 +315,12 @@ async fn time_decoder<B: Backend>(
     gen_tokens: usize,
     runs: usize,
 ) -> Result<FromWorker, EngineError> {
-    if prompt_tokens == 0 || prompt_tokens + gen_tokens + 1 > CONTEXT {
+    if !(1..=MAX_BENCH_RUNS).contains(&runs) {
+        return Err(EngineError::Question(format!(
+            "runs {runs} is outside 1 to {MAX_BENCH_RUNS}"
+        )));
+    }
+    if prompt_tokens == 0 || prompt_tokens.saturating_add(gen_tokens) >= CONTEXT {
         return Err(EngineError::Question(format!(
             "prompt {prompt_tokens} + generated {gen_tokens} tokens do not fit the context of {CONTEXT}"
         )));
@@ -337,7 +347,12 @@ async fn run_bench<B: Backend>(
     k: usize,
     repeat: usize,
 ) -> Result<FromWorker, EngineError> {
-    let repeat = repeat.max(1);
+    if !(1..=MAX_BENCH_RUNS).contains(&repeat) || queries.len() > MAX_BENCH_QUERIES {
+        return Err(EngineError::Question(format!(
+            "{} queries repeated {repeat} times: at most {MAX_BENCH_QUERIES} queries, 1 to {MAX_BENCH_RUNS} times",
+            queries.len()
+        )));
+    }
     let cpu = CpuBackend;
     let cpu_embedder = Embedder::from_index(&sess.index, &cpu)?;
     let (mut embed_gpu_ms, mut embed_cpu_ms, mut search_ms) = (vec![], vec![], vec![]);

@@ -287,6 +287,8 @@ impl StoryIndex {
         k: usize,
         sources: Sources,
     ) -> Result<Vec<Hit>> {
+        // No more hits than chunks, whatever was asked (`k` sizes the candidate lists).
+        let k = k.min(self.chunks.len());
         let mut fusion = self.config.fusion.clone();
         let alone = [sources.dense, sources.sparse, sources.graph]
             .iter()
@@ -301,7 +303,7 @@ impl StoryIndex {
             sparse: sources.sparse && fusion.sparse > 0.0,
             graph: sources.graph && fusion.graph > 0.0,
         };
-        let depth = fusion.candidates.max(k);
+        let depth = fusion.candidates.max(k).min(self.chunks.len());
         let dense = match (sources.dense, query_vec, &self.dense) {
             (true, Some(v), Some(d)) => d.search(v, depth)?,
             (true, Some(_), None) => {
@@ -527,6 +529,25 @@ mod tests {
                 ..GraphConfig::default()
             },
             ..IndexConfig::default()
+        }
+    }
+
+    /// A `k` from a message or a command line, however large, asks for no more than the
+    /// index holds (it sized the candidate lists before).
+    #[test]
+    fn search_bounds_k_by_the_index() {
+        let index = build(small_config());
+        let q = "Who poured tea for the Dormouse?";
+        for sources in [
+            Sources::ALL,
+            Sources::DENSE,
+            Sources::SPARSE,
+            Sources::GRAPH,
+        ] {
+            let hits = index
+                .search(q, Some(&embed(q)), usize::MAX, sources)
+                .expect("search");
+            assert!(hits.len() <= index.chunks().len(), "{}", hits.len());
         }
     }
 
