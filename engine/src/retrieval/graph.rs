@@ -392,12 +392,21 @@ fn is_word_char(c: char) -> bool {
 
 /// Whether the match `start..end` of `text` cuts no word: a match that begins (ends) with a
 /// word character must not be preceded (followed) by one.
+/// An empty match, or one whose ends are not character boundaries (an empty surface form in
+/// a crafted index matches between any two bytes), is no match.
 fn at_word_boundaries(text: &str, start: usize, end: usize) -> bool {
-    let m = &text[start..end];
+    let (Some(m), Some(before), Some(after)) =
+        (text.get(start..end), text.get(..start), text.get(end..))
+    else {
+        return false;
+    };
+    if m.is_empty() {
+        return false;
+    }
     let cuts_start = m.chars().next().is_some_and(is_word_char)
-        && text[..start].chars().next_back().is_some_and(is_word_char);
+        && before.chars().next_back().is_some_and(is_word_char);
     let cuts_end = m.chars().next_back().is_some_and(is_word_char)
-        && text[end..].chars().next().is_some_and(is_word_char);
+        && after.chars().next().is_some_and(is_word_char);
     !cuts_start && !cuts_end
 }
 
