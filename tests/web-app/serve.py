@@ -9,8 +9,8 @@ no-cache revalidation for HTML/JS/JSON, byte ranges (`Range: bytes=N-` / `N-M`, 
 206), and `Content-Security-Policy: frame-ancestors 'none'` (no other site may frame the page;
 a meta CSP cannot say this). --throttle slows responses whose path contains PATH_PART (the
 browser test uses it to photograph a download in progress). --cut breaks off every response
-that starts at byte 0 of a file whose path contains PATH_PART after BYTES bytes, as a dropped
-connection would (the browser test checks that downloads resume with a range; starting over
+that starts at byte 0 of a file whose path contains PATH_PART after BYTES bytes (and half a
+second), as a dropped connection would (the browser test checks that downloads resume with a range; starting over
 can never succeed there). --log appends `PATH RANGE` for every GET to FILE. --isolate sends COOP/COEP (`crossOriginIsolated`: shared memory, so
 wasm threads; wllama's threaded build needs it).
 """
@@ -86,9 +86,13 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         left = getattr(self, "_left", None)
         cut = next((n for p, n in self.cut.items() if p in self.path), None)
         if cut is not None and getattr(self, "_start", 0) == 0:
-            # Part of the body, then the connection drops.
+            # Part of the body, then, a moment later, the connection drops. The pause lets the
+            # part reach the page before the break does, as on a real network: a browser that
+            # sees the close in the same read may drop what came with it (a CI run saw every
+            # cut transfer arrive empty, so no range was ever asked for).
             outputfile.write(source.read(cut if left is None else min(cut, left)))
             outputfile.flush()
+            time.sleep(0.5)
             self.close_connection = True
             return
         if left is not None:
