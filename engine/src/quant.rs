@@ -16,6 +16,16 @@
 //!
 //! Bits per weight: `4 + 16/32 + 64/K` = **4.5 + 64/K** (4.53 at K = 2048, 4.61 at K = 576).
 //!
+//! # Half-scale variant (`lq4h`): GGUF's Q4_0 and Q4_1 blocks, exactly
+//! [`Scales::Half`] keeps the `qs` section and replaces `sm` + `rows` by one word per group:
+//! an f16 scale `s` (low half) and an f16 min `m` (high half), `w[n][32g+i] = s·q − m`. A GGUF
+//! Q4_1 block (`d·q + m`, f16 `d`, `m`) is `s = d`, `m = −m`; a Q4_0 block (`d·(q − 8)`) is
+//! `s = d`, `m = 8·d`; both exact (a sign flip and a power-of-two multiple of an f16). Only the
+//! nibble order changes (GGUF puts weights `j` and `j + 16` in byte `j`). 5.0 bits per weight,
+//! which is Q4_1's own size; the kernels differ from LQ4's only in where a group's `(s, m)`
+//! comes from, so the same integer dot products serve both (the user's file runs as it is,
+//! with no second rounding).
+//!
 //! # Why this format
 //! - MLC's q4f16_1 is symmetric (`(q - 7) * scale`, one f16 scale per 32): 4.5 bpw, but it cannot
 //!   shift the grid to a group's asymmetric range, and f16 storage needs unpacking everywhere.
@@ -36,7 +46,44 @@ use crate::error::{EngineError, Result};
 /// Weights per group.
 pub const GROUP: usize = 32;
 
-/// An LQ4-quantized matrix `[rows, cols]` in the layout documented at module level.
+/// Where a 4-bit matrix keeps its group scales (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scales {
+    /// LQ4: 8-bit `(sc, mn)` per group against per-row f32 `(d, dmin)`.
+    #[default]
+    Row,
+    /// `lq4h`: an f16 `(s, m)` pair per group (GGUF Q4_0 / Q4_1 blocks, exactly).
+    Half,
+}
+
+impl Scales {
+    /// Word offset of the per-row section (for [`Scales::Half`], the end: it has none).
+    pub fn rows_offset(self, rows: usize, cols: usize) -> usize {
+        match self {
+            Scales::Row => Q4Matrix::rows_offset_for(rows, cols),
+            Scales::Half => Q4Matrix::sm_offset_for(rows, cols) + rows * (cols / GROUP),
+        }
+    }
+
+    /// Total words of a `[rows, cols]` matrix.
+    pub fn words(self, rows: usize, cols: usize) -> usize {
+        match self {
+            Scales::Row => Q4Matrix::words_for(rows, cols),
+            Scales::Half => self.rows_offset(rows, cols),
+        }
+    }
+
+    /// Bytes of scale data per group in the `sm` section: 2 (`sc`, `mn`) or 4 (two f16).
+    pub fn group_bytes(self) -> usize {
+        match self {
+            Scales::Row => 2,
+            Scales::Half => 4,
+        }
+    }
+}
+
+/// A 4-bit matrix `[rows, cols]` in the layout documented at module level (LQ4, or its
+/// half-scale variant).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Q4Matrix {
     /// N: output features.
@@ -45,6 +92,8 @@ pub struct Q4Matrix {
     pub cols: usize,
     /// The packed words: `qs`, then `sm`, then `rows` sections.
     pub data: Vec<u32>,
+    /// Where the group scales live.
+    pub scales: Scales,
 }
 
 impl Q4Matrix {
@@ -53,9 +102,9 @@ impl Q4Matrix {
         Self::sm_offset_for(self.rows, self.cols)
     }
 
-    /// Word offset of the per-row `(d, dmin)` section.
+    /// Word offset of the per-row `(d, dmin)` section (for [`Scales::Half`], the end).
     pub fn rows_offset(&self) -> usize {
-        Self::rows_offset_for(self.rows, self.cols)
+        self.scales.rows_offset(self.rows, self.cols)
     }
 
     /// `sm` offset for a shape.
@@ -63,13 +112,13 @@ impl Q4Matrix {
         rows * cols / 8
     }
 
-    /// `rows` section offset for a shape.
+    /// `rows` section offset for an LQ4 shape.
     pub fn rows_offset_for(rows: usize, cols: usize) -> usize {
         let groups = rows * (cols / GROUP);
         Self::sm_offset_for(rows, cols) + (groups * 2).div_ceil(4)
     }
 
-    /// Total words for a shape.
+    /// Total words for an LQ4 shape ([`Scales::words`] for either kind).
     pub fn words_for(rows: usize, cols: usize) -> usize {
         Self::rows_offset_for(rows, cols) + 2 * rows
     }
@@ -90,12 +139,17 @@ impl Q4Matrix {
                 ),
             });
         }
-        let want = Self::words_for(self.rows, self.cols);
-        if self.data.len() != want {
+        let want = self
+            .rows
+            .checked_mul(self.cols)
+            .map(|_| self.scales.words(self.rows, self.cols));
+        if want != Some(self.data.len()) {
+            let want = want.map_or("more than memory holds".into(), |w| w.to_string());
             return Err(EngineError::Quantize {
                 tensor: name.into(),
                 detail: format!(
-                    "LQ4 data has {} words, shape [{}, {}] needs {want}",
+                    "{} data has {} words, shape [{}, {}] needs {want}",
+                    self.scales_name(),
                     self.data.len(),
                     self.rows,
                     self.cols
@@ -112,18 +166,49 @@ impl Q4Matrix {
         (w >> (4 * (k % 8))) & 0xF
     }
 
-    /// Sub-scale and sub-min bytes of group `g` of row `n`.
+    /// The format's name in messages: `LQ4` or `lq4h`.
+    pub fn scales_name(&self) -> &'static str {
+        match self.scales {
+            Scales::Row => "LQ4",
+            Scales::Half => "lq4h",
+        }
+    }
+
+    /// `(s, m)` of group `g` of row `n`: the group's weights are `s·q − m`.
+    #[inline]
+    pub fn group_scales(&self, n: usize, g: usize) -> (f32, f32) {
+        match self.scales {
+            Scales::Row => {
+                let (d, dmin) = self.row_scales(n);
+                let (sc, mn) = self.sub(n, g);
+                (d * sc as f32, dmin * mn as f32)
+            }
+            Scales::Half => {
+                let w = self.data[self.sm_offset() + n * (self.cols / GROUP) + g];
+                (
+                    half::f16::from_bits(w as u16).to_f32(),
+                    half::f16::from_bits((w >> 16) as u16).to_f32(),
+                )
+            }
+        }
+    }
+
+    /// Sub-scale and sub-min bytes of group `g` of row `n` (LQ4 only).
     #[inline]
     pub fn sub(&self, n: usize, g: usize) -> (u32, u32) {
+        debug_assert_eq!(self.scales, Scales::Row);
         let b = 2 * (n * (self.cols / GROUP) + g);
         let w = self.data[self.sm_offset() + b / 4];
         let sh = 8 * (b % 4) as u32;
         ((w >> sh) & 0xFF, (w >> (sh + 8)) & 0xFF)
     }
 
-    /// `(d, dmin)` of row `n`.
+    /// `(d, dmin)` of row `n`; `(1, 1)` for [`Scales::Half`], whose groups carry their own.
     #[inline]
     pub fn row_scales(&self, n: usize) -> (f32, f32) {
+        if self.scales == Scales::Half {
+            return (1.0, 1.0);
+        }
         let o = self.rows_offset() + 2 * n;
         (
             f32::from_bits(self.data[o]),
@@ -133,11 +218,8 @@ impl Q4Matrix {
 
     /// Dequantizes row `n` into `out` (length `cols`).
     pub fn dequantize_row(&self, n: usize, out: &mut [f32]) {
-        let (d, dmin) = self.row_scales(n);
         for g in 0..self.cols / GROUP {
-            let (sc, mn) = self.sub(n, g);
-            let s = d * sc as f32;
-            let m = dmin * mn as f32;
+            let (s, m) = self.group_scales(n, g);
             for i in 0..GROUP {
                 let k = g * GROUP + i;
                 out[k] = s * self.code(n, k) as f32 - m;
@@ -154,8 +236,21 @@ impl Q4Matrix {
         out
     }
 
-    /// Rows `r0..r1` as their own LQ4 matrix (row blocks for binding-size limits).
+    /// Rows `r0..r1` as their own matrix of the same kind (row blocks for binding-size
+    /// limits).
     pub fn row_block(&self, r0: usize, r1: usize) -> Q4Matrix {
+        if self.scales == Scales::Half {
+            let (qw, g) = (self.cols / 8, self.cols / GROUP);
+            let sm = self.sm_offset();
+            let mut data = self.data[r0 * qw..r1 * qw].to_vec();
+            data.extend_from_slice(&self.data[sm + r0 * g..sm + r1 * g]);
+            return Q4Matrix {
+                rows: r1 - r0,
+                cols: self.cols,
+                data,
+                scales: Scales::Half,
+            };
+        }
         let mut out = Q4Builder::new(r1 - r0, self.cols);
         for n in r0..r1 {
             // Copy codes and sub-scales verbatim (no requantization).
@@ -224,18 +319,29 @@ impl Q4Matrix {
     }
 
     /// Reads the bundle form back, checking the length against the shape.
-    pub fn from_bytes(name: &str, rows: usize, cols: usize, bytes: &[u8]) -> Result<Q4Matrix> {
+    pub fn from_bytes(
+        name: &str,
+        scales: Scales,
+        rows: usize,
+        cols: usize,
+        bytes: &[u8],
+    ) -> Result<Q4Matrix> {
         if !bytes.len().is_multiple_of(4) {
             return Err(EngineError::Quantize {
                 tensor: name.into(),
-                detail: format!("{} bytes is not a whole number of LQ4 words", bytes.len()),
+                detail: format!("{} bytes is not a whole number of 4-bit words", bytes.len()),
             });
         }
         let data = bytes
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
-        let m = Q4Matrix { rows, cols, data };
+        let m = Q4Matrix {
+            rows,
+            cols,
+            data,
+            scales,
+        };
         m.validate(name)?;
         Ok(m)
     }
@@ -250,7 +356,31 @@ impl Q4Matrix {
                 detail: format!("row blocks of {} and {} columns", cols, b.cols),
             });
         }
+        let scales = blocks.first().map(|b| b.scales).unwrap_or_default();
+        if let Some(b) = blocks.iter().find(|b| b.scales != scales) {
+            return Err(EngineError::Quantize {
+                tensor: name.into(),
+                detail: format!("row blocks of {:?} and {:?} scales", scales, b.scales),
+            });
+        }
         let rows: usize = blocks.iter().map(|b| b.rows).sum();
+        if scales == Scales::Half {
+            let mut data: Vec<u32> = blocks
+                .iter()
+                .flat_map(|b| b.data[..b.sm_offset()].iter().copied())
+                .collect();
+            data.extend(
+                blocks
+                    .iter()
+                    .flat_map(|b| b.data[b.sm_offset()..].iter().copied()),
+            );
+            return Ok(Q4Matrix {
+                rows,
+                cols,
+                data,
+                scales,
+            });
+        }
         let (sm0, ro0) = (
             Q4Matrix::sm_offset_for(rows, cols),
             Q4Matrix::rows_offset_for(rows, cols),
@@ -274,7 +404,97 @@ impl Q4Matrix {
         for (w, c) in data[sm0..ro0].iter_mut().zip(sm_bytes.chunks_exact(4)) {
             *w = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
         }
-        Ok(Q4Matrix { rows, cols, data })
+        Ok(Q4Matrix {
+            rows,
+            cols,
+            data,
+            scales,
+        })
+    }
+
+    /// A GGUF `Q4_1` tensor `[rows, cols]` (row-major blocks of 20 bytes: f16 `d`, f16 `m`,
+    /// 16 bytes of codes, weight `j` in the low and `j + 16` in the high nibble of byte `j`)
+    /// as an `lq4h` matrix with the same values.
+    pub fn from_ggml_q4_1(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
+        Self::from_ggml_blocks(name, rows, cols, data, 20, |b| {
+            // s = d, m = −m (w = d·q + m = s·q − (−m)): a sign flip, exact.
+            Ok((
+                u16::from_le_bytes([b[0], b[1]]),
+                u16::from_le_bytes([b[2], b[3]]) ^ 0x8000,
+            ))
+        })
+    }
+
+    /// A GGUF `Q4_0` tensor (blocks of 18 bytes: f16 `d`, 16 bytes of codes; `w = d·(q − 8)`)
+    /// as an `lq4h` matrix with the same values (`s = d`, `m = 8·d`, exact in f16 unless
+    /// `8·d` overflows, which is refused).
+    pub fn from_ggml_q4_0(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
+        Self::from_ggml_blocks(name, rows, cols, data, 18, |b| {
+            let d = half::f16::from_bits(u16::from_le_bytes([b[0], b[1]]));
+            let m = half::f16::from_f32(8.0 * d.to_f32());
+            if d.is_finite() && !m.is_finite() {
+                return Err(format!("block scale {d} is too large for 8·d in f16"));
+            }
+            Ok((d.to_bits(), m.to_bits()))
+        })
+    }
+
+    /// Shared body of the GGUF importers: `scales(block)` gives a block's `(s, m)` f16 bits;
+    /// the codes follow the first `block_bytes − 16` bytes.
+    fn from_ggml_blocks(
+        name: &str,
+        rows: usize,
+        cols: usize,
+        data: &[u8],
+        block_bytes: usize,
+        scales: impl Fn(&[u8]) -> std::result::Result<(u16, u16), String>,
+    ) -> Result<Q4Matrix> {
+        let bad = |detail: String| EngineError::Quantize {
+            tensor: name.into(),
+            detail,
+        };
+        if cols == 0 || !cols.is_multiple_of(GROUP) {
+            return Err(bad(format!(
+                "columns {cols} are not a positive multiple of {GROUP}"
+            )));
+        }
+        let blocks = rows
+            .checked_mul(cols / GROUP)
+            .filter(|b| b.checked_mul(block_bytes) == Some(data.len()))
+            .ok_or_else(|| {
+                bad(format!(
+                    "{} bytes of {block_bytes}-byte blocks for shape [{rows}, {cols}]",
+                    data.len()
+                ))
+            })?;
+        let sm = Q4Matrix::sm_offset_for(rows, cols);
+        let mut out = vec![0u32; Scales::Half.words(rows, cols)];
+        let c0 = block_bytes - 16;
+        for (i, b) in data.chunks_exact(block_bytes).enumerate().take(blocks) {
+            let (s, m) = scales(b).map_err(|e| {
+                let g = cols / GROUP;
+                bad(format!("row {}, block {}: {e}", i / g, i % g))
+            })?;
+            out[sm + i] = s as u32 | (m as u32) << 16;
+            let q = &b[c0..];
+            // Weight 2j (low nibble) and 2j + 1 (high) of the group in byte j; word w holds
+            // weights 8w..8w + 8.
+            for w in 0..4 {
+                let mut word = 0u32;
+                for j in 0..8 {
+                    let k = 8 * w + j;
+                    let code = if k < 16 { q[k] & 0xF } else { q[k - 16] >> 4 };
+                    word |= (code as u32) << (4 * j);
+                }
+                out[4 * i + w] = word;
+            }
+        }
+        Ok(Q4Matrix {
+            rows,
+            cols,
+            data: out,
+            scales: Scales::Half,
+        })
     }
 }
 
@@ -536,6 +756,7 @@ impl Q4Builder {
             rows: self.rows,
             cols: self.cols,
             data: self.data,
+            scales: Scales::Row,
         }
     }
 }
@@ -575,15 +796,80 @@ mod tests {
         let (n, k) = (11, 64);
         let w = rng.normal_vec(n * k, 0.1);
         let whole = Q4Matrix::quantize("t", n, k, &w).expect("quantize");
-        let back = Q4Matrix::from_bytes("t", n, k, &whole.to_bytes()).expect("from_bytes");
+        let back =
+            Q4Matrix::from_bytes("t", Scales::Row, n, k, &whole.to_bytes()).expect("from_bytes");
         assert_eq!(back, whole);
-        assert!(Q4Matrix::from_bytes("t", n + 1, k, &whole.to_bytes()).is_err());
+        assert!(Q4Matrix::from_bytes("t", Scales::Row, n + 1, k, &whole.to_bytes()).is_err());
         let blocks: Vec<Q4Matrix> = [(0, 3), (3, 4), (4, 11)]
             .iter()
             .map(|&(a, b)| Q4Matrix::quantize("t", b - a, k, &w[a * k..b * k]).expect("q"))
             .collect();
         let joined = Q4Matrix::concat_rows("t", &blocks).expect("concat");
         assert_eq!(joined, whole);
+    }
+
+    /// Random GGUF blocks with finite f16 scales around `scale`: `head` bytes of scales, then
+    /// 16 random code bytes.
+    fn ggml_blocks(rng: &mut Pcg32, blocks: usize, head: usize, scale: f32) -> Vec<u8> {
+        let mut out = Vec::with_capacity(blocks * (head + 16));
+        for _ in 0..blocks {
+            for _ in 0..head / 2 {
+                let v = half::f16::from_f32(rng.normal_vec(1, scale)[0]);
+                out.extend_from_slice(&v.to_bits().to_le_bytes());
+            }
+            out.extend((0..16).map(|_| (rng.next_u32() & 0xFF) as u8));
+        }
+        out
+    }
+
+    /// GGUF Q4_1 and Q4_0 tensors become `lq4h` matrices whose every value equals the GGUF
+    /// dequantization exactly, on 5 rows of 3 groups (neither a multiple of 2 nor of 8);
+    /// row blocks, bytes and stacking keep them exact.
+    #[test]
+    fn ggml_q4_blocks_are_kept_exactly() {
+        use crate::format::gguf::{dequantize_into, GgmlType};
+        let mut rng = Pcg32::new(11);
+        let (n, k) = (5, 96);
+        for (ty, head) in [(GgmlType::Q4_1, 4), (GgmlType::Q4_0, 2)] {
+            let raw = ggml_blocks(&mut rng, n * k / 32, head, 0.02);
+            let m = if ty == GgmlType::Q4_1 {
+                Q4Matrix::from_ggml_q4_1("blk.0.w", n, k, &raw)
+            } else {
+                Q4Matrix::from_ggml_q4_0("blk.0.w", n, k, &raw)
+            }
+            .expect("convert");
+            m.validate("blk.0.w").expect("valid");
+            assert_eq!(m.bits_per_weight(), 5.0);
+            let mut want = vec![0f32; n * k];
+            dequantize_into(ty, &raw, &mut want);
+            let got = m.dequantize();
+            // Equal values (d·q − 8d and d·(q − 8) are both exact in f32; only the sign of a
+            // zero may differ).
+            for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                assert!(a == b, "{ty:?} element {i}: {a} vs {b}");
+            }
+            let back = Q4Matrix::from_bytes("t", Scales::Half, n, k, &m.to_bytes()).expect("bytes");
+            assert_eq!(back, m);
+            assert!(Q4Matrix::from_bytes("t", Scales::Row, n, k, &m.to_bytes()).is_err());
+            let blocks = [m.row_block(0, 2), m.row_block(2, 3), m.row_block(3, 5)];
+            assert_eq!(&blocks[1].dequantize()[..], &want[2 * k..3 * k]);
+            assert_eq!(Q4Matrix::concat_rows("t", &blocks).expect("concat"), m);
+            assert!(
+                Q4Matrix::concat_rows("t", &[m.clone(), Q4Builder::new(1, k).finish()]).is_err()
+            );
+        }
+        // A length that is not the shape's, and an 8·d that overflows f16, are named.
+        let raw = ggml_blocks(&mut rng, 3, 4, 0.02);
+        let e = Q4Matrix::from_ggml_q4_1("blk.1.w", 2, 64, &raw)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("blk.1.w") && e.contains("[2, 64]"), "{e}");
+        let mut raw = ggml_blocks(&mut rng, 2, 2, 0.02);
+        raw[18..20].copy_from_slice(&half::f16::from_f32(60000.0).to_bits().to_le_bytes());
+        let e = Q4Matrix::from_ggml_q4_0("blk.2.w", 1, 64, &raw)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("blk.2.w") && e.contains("row 0, block 1"), "{e}");
     }
 
     #[test]

@@ -114,7 +114,7 @@ pub fn peak_rss_mib() -> Option<f64> {
 
 fn policy_text(q: Quant) -> String {
     match q {
-        Quant::Q4 => "matrices LQ4 (q8 where columns % 32 != 0), embedding LQ4, 1-D f32".into(),
+        Quant::Q4 => "matrices LQ4 (GGUF Q4_0/Q4_1 matrices kept as they are, lq4h; q8 where columns % 32 != 0), embedding LQ4, 1-D f32".into(),
         Quant::Q8 => "matrices q8 (int8, f32 scale per 32), 1-D f32".into(),
         Quant::F16 => "matrices f16, 1-D f32".into(),
         Quant::F32 => "all f32".into(),
@@ -299,8 +299,8 @@ impl Import<'_> {
         while p0 < l.rows {
             let p1 = (p0 + l.part_rows).min(l.rows);
             let part = self.part(name, &l, p0, p1)?;
-            // The engine uploads LQ4 blocks as they are and other matrices as one f32 buffer.
-            let binding = if l.dtype == DType::Lq4 {
+            // The engine uploads 4-bit blocks as they are and other matrices as one f32 buffer.
+            let binding = if l.dtype.q4_scales().is_some() {
                 part.length
             } else {
                 (l.rows * l.cols * 4) as u64
@@ -345,6 +345,13 @@ impl Import<'_> {
             .any(|s| name.ends_with(s));
         let dtype = if shape.len() != 2 || keep_f32 {
             DType::F32
+        } else if self.o.quant == Quant::Q4
+            && !self.lora.is_some_and(|l| l.adapts(name))
+            && self.base.stored_q4(name)?.is_some()
+        {
+            // A GGUF Q4_0 / Q4_1 matrix is kept as it is (no second rounding); a LoRA merge
+            // changes the values, so an adapted matrix is quantized afresh.
+            DType::Lq4h
         } else {
             self.o.quant.matrix_dtype(cols)
         };
@@ -373,6 +380,22 @@ impl Import<'_> {
         let (dtype, cols) = (l.dtype, l.cols);
         let len = dtype.bytes_for(p1 - p0, cols) as u64;
         let place = self.w.begin(len)?;
+        let stored = if dtype == DType::Lq4h {
+            self.base.stored_q4(name)?
+        } else {
+            None
+        };
+        if let Some(m) = stored {
+            // The source's own blocks, copied (their rows as this part's).
+            self.w.write(&m.row_block(p0, p1).to_bytes())?;
+            self.bar.inc(((p1 - p0) * cols) as u64);
+            return Ok(TensorPart {
+                shard: format!("#{}", place.shard),
+                offset: place.offset,
+                length: len,
+                rows: [p0, p1],
+            });
+        }
         // Quantized row blocks are assembled whole (their sections are not row-interleaved).
         let mut q4_blocks = Vec::new();
         let mut q8_blocks = Vec::new();
@@ -394,12 +417,15 @@ impl Import<'_> {
                     self.w.write(&b)?;
                 }
                 DType::Q8 => q8_blocks.push(Q8Matrix::quantize(b1 - b0, cols, &data)),
-                DType::Lq4 => q4_blocks.push(Q4Matrix::quantize(name, b1 - b0, cols, &data)?),
+                // Lq4h is chosen only where the source holds the blocks (returned above).
+                DType::Lq4 | DType::Lq4h => {
+                    q4_blocks.push(Q4Matrix::quantize(name, b1 - b0, cols, &data)?)
+                }
             }
             self.bar.inc(data.len() as u64);
             b0 = b1;
         }
-        if dtype == DType::Lq4 {
+        if dtype.q4_scales().is_some() {
             let m = Q4Matrix::concat_rows(name, &q4_blocks)?;
             self.w.write(&m.to_bytes())?;
         }

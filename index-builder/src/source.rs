@@ -13,6 +13,7 @@ use lorekeeper_engine::format::weights::{GgufSource, HostTensor, WeightSource};
 use lorekeeper_engine::loader;
 use lorekeeper_engine::models::llama::Config;
 use lorekeeper_engine::models::ModelConfig;
+use lorekeeper_engine::quant::Q4Matrix;
 use lorekeeper_engine::tokenizer::Tokenizer;
 use serde::Deserialize;
 
@@ -241,6 +242,8 @@ pub struct BaseModel {
     nested: bool,
     /// The last tensor read from a GGUF file (reads come row block by row block).
     cache: std::cell::RefCell<Option<(String, std::rc::Rc<HostTensor>)>>,
+    /// The last 4-bit tensor taken from a GGUF file as it is stored.
+    q4_cache: std::cell::RefCell<Option<(String, std::rc::Rc<Q4Matrix>)>>,
 }
 
 impl BaseModel {
@@ -287,6 +290,7 @@ impl BaseModel {
             weights,
             nested,
             cache: Default::default(),
+            q4_cache: Default::default(),
         })
     }
 
@@ -328,6 +332,29 @@ impl BaseModel {
             BaseWeights::Hf(s) => s.shape(name).map(<[usize]>::to_vec),
             BaseWeights::Gguf(g) => self.gguf_tensor(g, name)?.map(|t| t.shape.clone()),
         })
+    }
+
+    /// `name` as the source stores it in 4 bits, when it does: a GGUF Q4_0 / Q4_1 matrix as
+    /// an `lq4h` matrix with the same values (the importer then writes it without rounding
+    /// it again). `None` for every other tensor and source.
+    pub fn stored_q4(&self, name: &str) -> Result<Option<std::rc::Rc<Q4Matrix>>> {
+        let BaseWeights::Gguf(g) = &self.weights else {
+            return Ok(None);
+        };
+        if let Some((n, m)) = self.q4_cache.borrow().as_ref() {
+            if n == name {
+                return Ok(Some(m.clone()));
+            }
+        }
+        let Some(mut parts) = g.q4_parts(&self.stored_name(name))? else {
+            return Ok(None);
+        };
+        let Some((_, m)) = parts.pop().filter(|_| parts.is_empty()) else {
+            return Ok(None);
+        };
+        let m = std::rc::Rc::new(m);
+        *self.q4_cache.borrow_mut() = Some((name.to_string(), m.clone()));
+        Ok(Some(m))
     }
 
     /// Rows `r0..r1` of `name` as f32.

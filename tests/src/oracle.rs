@@ -1,13 +1,28 @@
 //! Independent f64 oracles: straightforward formulas, no shared code with the kernels beyond
 //! LQ4 dequantization of single weights (the format's definition).
 
-use lorekeeper_engine::quant::Q4Matrix;
+use lorekeeper_engine::quant::{Q4Matrix, Scales};
 
 /// Dequantizes one LQ4 weight in f64 from the format's definition.
 pub fn q4_weight(w: &Q4Matrix, n: usize, k: usize) -> f64 {
-    let (d, dmin) = w.row_scales(n);
-    let (sc, mn) = w.sub(n, k / 32);
-    d as f64 * sc as f64 * w.code(n, k) as f64 - dmin as f64 * mn as f64
+    let (s, m) = group_scales(w, n, k / 32);
+    s * w.code(n, k) as f64 - m
+}
+
+/// `(s, m)` of group `g` of row `n` in f64 (`w = s·q − m`): LQ4's `d·sc`, `dmin·mn`, or the
+/// f16 pair of an `lq4h` group.
+fn group_scales(w: &Q4Matrix, n: usize, g: usize) -> (f64, f64) {
+    match w.scales {
+        Scales::Row => {
+            let (d, dmin) = w.row_scales(n);
+            let (sc, mn) = w.sub(n, g);
+            (d as f64 * sc as f64, dmin as f64 * mn as f64)
+        }
+        Scales::Half => {
+            let (s, m) = w.group_scales(n, g);
+            (s as f64, m as f64)
+        }
+    }
 }
 
 /// `out[m][n] = sum_k x[m][k] W[n][k]`.
@@ -49,13 +64,11 @@ pub fn q4_matmul_q8(x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
     let mut out = vec![0f64; m * w.rows];
     for mi in 0..m {
         for n in 0..w.rows {
-            let (d, dmin) = w.row_scales(n);
             out[mi * w.rows + n] = (0..w.cols)
                 .map(|k| {
-                    let (sc, mn) = w.sub(n, k / 32);
+                    let (s, m) = group_scales(w, n, k / 32);
                     let i = mi * w.cols + k;
-                    d as f64 * sc as f64 * w.code(n, k) as f64 * xr[i]
-                        - dmin as f64 * mn as f64 * x[i] as f64
+                    s * w.code(n, k) as f64 * xr[i] - m * x[i] as f64
                 })
                 .sum();
         }

@@ -9,6 +9,8 @@ use lorekeeper_engine::{
     AttnShape, Backend, KvFormat, MatmulKernel, Q4Matrix, RopeShape, Tolerance,
 };
 
+use lorekeeper_engine::quant::Scales;
+
 use crate::oracle;
 
 /// The bound of each op, stated once.
@@ -55,9 +57,30 @@ fn e<T: std::fmt::Display>(op: &str) -> impl Fn(T) -> String + '_ {
 
 /// A random LQ4 matrix `[n, k]` and its source weights.
 pub fn random_q4(rng: &mut Pcg32, n: usize, k: usize) -> Q4Matrix {
-    let w = rng.normal_vec(n * k, 0.05);
+    random_q4_as(rng, Scales::Row, n, k)
+}
+
+/// A random 4-bit matrix `[n, k]` of either layout: LQ4 quantized from Gaussian weights, or
+/// `lq4h` from random GGUF Q4_1 blocks (f16 scale `d > 0`, min `m < 0`, as llama.cpp writes
+/// them, and random codes).
+pub fn random_q4_as(rng: &mut Pcg32, scales: Scales, n: usize, k: usize) -> Q4Matrix {
+    let m = match scales {
+        Scales::Row => Q4Matrix::quantize("random", n, k, &rng.normal_vec(n * k, 0.05)),
+        Scales::Half => {
+            let mut raw = Vec::with_capacity(n * k / 32 * 20);
+            for _ in 0..n * k / 32 {
+                let v = rng.normal_vec(2, 1.0);
+                let d = half::f16::from_f32(0.002 + 0.01 * v[0].abs());
+                let m = half::f16::from_f32(-0.02 - 0.1 * v[1].abs());
+                raw.extend_from_slice(&d.to_bits().to_le_bytes());
+                raw.extend_from_slice(&m.to_bits().to_le_bytes());
+                raw.extend((0..16).map(|_| (rng.next_u32() & 0xFF) as u8));
+            }
+            Q4Matrix::from_ggml_q4_1("random", n, k, &raw)
+        }
+    };
     // Shapes here are valid by construction; a failure is a bug in the quantizer.
-    Q4Matrix::quantize("random", n, k, &w).unwrap_or_else(|err| panic!("quantize: {err}"))
+    m.unwrap_or_else(|err| panic!("quantize: {err}"))
 }
 
 /// The oracle of a 4-bit matmul of `m` rows on `b`: f32 activations, or the 8-bit blocks the
@@ -80,20 +103,25 @@ async fn q4_matmul<B: Backend>(b: &B, seed: u64, kernel: MatmulKernel) -> Check 
         MatmulKernel::Gemv => (rng.range(1, 3), rng.range(1, 300), 32 * rng.range(1, 24)),
         MatmulKernel::Gemm => (rng.range(1, 70), rng.range(1, 100), 32 * rng.range(1, 12)),
     };
-    let w = random_q4(&mut rng, n, k);
     let x = rng.normal_vec(m * k, 1.0);
-    let wd = b.upload_q4("w", &w).map_err(e(op))?;
     let xd = b.upload("x", &x).map_err(e(op))?;
-    let od = b.alloc("out", m * n).map_err(e(op))?;
-    b.q4_matmul(&xd, &wd, &od, m, kernel).map_err(e(op))?;
-    let got = b.read(&od, 0, m * n).await.map_err(e(op))?;
-    compare(
-        op,
-        format!("m={m} n={n} k={k}"),
-        bounds::Q4_MATMUL,
-        &q4_oracle(b, &x, &w, m),
-        &got,
-    )
+    // Both layouts: LQ4, and lq4h (GGUF Q4_0 / Q4_1 blocks as imported).
+    let mut said = Vec::new();
+    for scales in [Scales::Row, Scales::Half] {
+        let w = random_q4_as(&mut rng, scales, n, k);
+        let wd = b.upload_q4("w", &w).map_err(e(op))?;
+        let od = b.alloc("out", m * n).map_err(e(op))?;
+        b.q4_matmul(&xd, &wd, &od, m, kernel).map_err(e(op))?;
+        let got = b.read(&od, 0, m * n).await.map_err(e(op))?;
+        said.push(compare(
+            op,
+            format!("{} m={m} n={n} k={k}", w.scales_name()),
+            bounds::Q4_MATMUL,
+            &q4_oracle(b, &x, &w, m),
+            &got,
+        )?);
+    }
+    Ok(said.join("; "))
 }
 
 /// 4-bit GEMV (decode).
@@ -672,26 +700,33 @@ pub async fn embed_q4<B: Backend>(b: &B, seed: u64) -> Check {
     let op = "embed_q4";
     let mut rng = Pcg32::new(seed);
     let (vocab, cols, tokens) = (rng.range(1, 200), 32 * rng.range(1, 10), rng.range(1, 7));
-    let w = random_q4(&mut rng, vocab, cols);
     let ids: Vec<u32> = (0..tokens)
         .map(|_| rng.range(0, vocab - 1) as u32)
         .collect();
-    let wd = b.upload_q4("table", &w).map_err(e(op))?;
-    let od = b.alloc("o", tokens * cols).map_err(e(op))?;
-    b.embed_q4(&ids, &wd, &od).map_err(e(op))?;
-    let got = b.read(&od, 0, tokens * cols).await.map_err(e(op))?;
-    let want: Vec<f64> = ids
-        .iter()
-        .flat_map(|&id| (0..cols).map(move |k| (id as usize, k)))
-        .map(|(id, k)| oracle::q4_weight(&w, id, k))
-        .collect();
-    compare(
-        op,
-        format!("vocab={vocab} cols={cols} tokens={tokens}"),
-        bounds::EMBED,
-        &want,
-        &got,
-    )
+    let mut said = Vec::new();
+    for scales in [Scales::Row, Scales::Half] {
+        let w = random_q4_as(&mut rng, scales, vocab, cols);
+        let wd = b.upload_q4("table", &w).map_err(e(op))?;
+        let od = b.alloc("o", tokens * cols).map_err(e(op))?;
+        b.embed_q4(&ids, &wd, &od).map_err(e(op))?;
+        let got = b.read(&od, 0, tokens * cols).await.map_err(e(op))?;
+        let want: Vec<f64> = ids
+            .iter()
+            .flat_map(|&id| (0..cols).map(move |k| (id as usize, k)))
+            .map(|(id, k)| oracle::q4_weight(&w, id, k))
+            .collect();
+        said.push(compare(
+            op,
+            format!(
+                "{} vocab={vocab} cols={cols} tokens={tokens}",
+                w.scales_name()
+            ),
+            bounds::EMBED,
+            &want,
+            &got,
+        )?);
+    }
+    Ok(said.join("; "))
 }
 
 /// Top-k with ties and a NaN, multi-stage when `n` is large, plus the normaliser.
@@ -759,7 +794,13 @@ pub async fn q4_blocks<B: Backend>(b: &B, seed: u64) -> Check {
         rng.range(1, 40),
         rng.range(1, 9),
     );
-    let w = random_q4(&mut rng, n, k);
+    // The lq4h layout on odd seeds (LQ4 on even ones); the other ops test both every time.
+    let scales = if seed % 2 == 1 {
+        Scales::Half
+    } else {
+        Scales::Row
+    };
+    let w = random_q4_as(&mut rng, scales, n, k);
     // Random cut points: 2 or 3 blocks of uneven size.
     let c1 = rng.range(1, n - 1);
     let c2 = rng.range(c1, n);
@@ -783,7 +824,10 @@ pub async fn q4_blocks<B: Backend>(b: &B, seed: u64) -> Check {
         let got = b.read(&od, 0, m * n).await.map_err(e(op))?;
         compare(
             op,
-            format!("{kernel:?} m={m} n={n} k={k} blocks={cuts:?}"),
+            format!(
+                "{} {kernel:?} m={m} n={n} k={k} blocks={cuts:?}",
+                w.scales_name()
+            ),
             bounds::Q4_MATMUL,
             &q4_oracle(b, &x, &w, m),
             &got,

@@ -556,7 +556,7 @@ fn corrupt_shards_and_failed_rebuilds() {
 #[test]
 fn footprint_counts_what_a_load_holds() {
     use lorekeeper_engine::answer::session::footprint;
-    use lorekeeper_engine::format::bundle::{DType, Manifest};
+    use lorekeeper_engine::format::bundle::Manifest;
     use lorekeeper_engine::models::ModelConfig;
     let tmp = tempfile::tempdir().expect("tmp");
     let ctx = 333;
@@ -582,7 +582,7 @@ fn footprint_counts_what_a_load_holds() {
         let mut want = 0u64;
         for t in model.tensors.values() {
             let (r, c) = t.matrix_dims();
-            want += if quant == Quant::Q4 && t.dtype == DType::Lq4 {
+            want += if quant == Quant::Q4 && t.dtype.q4_scales().is_some() {
                 t.parts.iter().map(|p| p.length).sum::<u64>()
             } else {
                 4 * (r * c) as u64

@@ -156,3 +156,55 @@ fn greedy_matches_llamacpp<B: Backend>(b: &B, format: WeightFormat, near_tie: f3
     }
     println!("[{}] {agreed_total} tokens agreed in total", b.describe());
 }
+
+/// GGUF's own 4-bit blocks, kept (issue 21): every Q4_1 matrix of the real file, seen as the
+/// engine's `lq4h` layout (llama's q/k rows unpermuted as whole rows of blocks), has exactly
+/// the values of the file's f32 dequantization; `index-builder model --quant q4` stores those
+/// 210 matrices so (read back from the bundle, the same values) and rounds only the Q8_0
+/// embedding, which has no 8-bit kernel yet, to LQ4.
+#[test]
+fn q4_1_blocks_are_imported_as_they_are() {
+    use lorekeeper_engine::format::bundle::{DType, ModelBundle, Quant};
+    use lorekeeper_engine::format::weights::WeightSource;
+    use lorekeeper_engine::quant::Scales;
+
+    let path = gguf_path();
+    let g = GgufSource::new(Gguf::open(&path).expect("open")).expect("gguf");
+    let names = [
+        "model.layers.0.self_attn.q_proj.weight",
+        "model.layers.7.self_attn.k_proj.weight",
+        "model.layers.29.mlp.down_proj.weight",
+    ];
+    let tmp = tempfile::tempdir().expect("tmp");
+    let o = index_builder::ModelOptions::new(&path, Quant::Q4, tmp.path());
+    index_builder::build_model(&o).expect("import");
+    let bundle = ModelBundle::open_dir(tmp.path()).expect("open bundle");
+    for name in names {
+        let want = g.get(name).expect("read").expect("present").data;
+        let parts = g.q4_parts(name).expect("blocks").expect("a Q4_1 matrix");
+        assert_eq!(parts.len(), 1, "{name}");
+        assert_eq!(parts[0].1.scales, Scales::Half, "{name}");
+        let from_bundle = bundle.q4_parts(name).expect("bundle").expect("4-bit");
+        assert!(
+            from_bundle.iter().all(|(_, m)| m.scales == Scales::Half),
+            "{name}"
+        );
+        let stored = bundle.get(name).expect("read").expect("present").data;
+        for (what, got) in [("GGUF blocks", parts[0].1.dequantize()), ("bundle", stored)] {
+            assert_eq!(got.len(), want.len(), "{name}: {what}");
+            if let Some(i) = (0..want.len()).find(|&i| got[i] != want[i]) {
+                panic!(
+                    "{name} ({what}): element {i} is {} where the GGUF holds {}",
+                    got[i], want[i]
+                );
+            }
+        }
+    }
+    assert!(g
+        .q4_parts("model.embed_tokens.weight")
+        .expect("q8")
+        .is_none());
+    let tensors = &bundle.manifest.model.as_ref().expect("model").tensors;
+    let count = |d: DType| tensors.values().filter(|t| t.dtype == d).count();
+    assert_eq!((count(DType::Lq4h), count(DType::Lq4)), (210, 1));
+}

@@ -10,7 +10,7 @@ use crate::backend::Backend;
 use crate::embed::Embedder;
 use crate::error::{EngineError, Result};
 use crate::format::bundle::{
-    BundlePart, DType, IndexBundle, Manifest, ModelBundle, Quant, TensorEntry, MANIFEST_FILE,
+    BundlePart, IndexBundle, Manifest, ModelBundle, Quant, TensorEntry, MANIFEST_FILE,
 };
 use crate::models::LoadOptions;
 use crate::models::WeightFormat;
@@ -190,10 +190,10 @@ impl Footprint {
     }
 }
 
-/// Host bytes of one tensor once loaded: LQ4 as stored when the weights stay 4-bit, f32
+/// Host bytes of one tensor once loaded: 4-bit (LQ4, lq4h) as stored when the weights stay 4-bit, f32
 /// otherwise (q8 and f16 are dequantized at load).
 fn resident_bytes(t: &TensorEntry, keep_lq4: bool) -> u64 {
-    if keep_lq4 && t.dtype == DType::Lq4 {
+    if keep_lq4 && t.dtype.q4_scales().is_some() {
         t.parts.iter().fold(0u64, |a, p| a.saturating_add(p.length))
     } else {
         let (rows, cols) = t.matrix_dims();

@@ -26,7 +26,7 @@ pub fn q4_gemv_q8(x: &[f32], w: &Q4Matrix, m: usize, out: &mut [f32], stride: us
         x.len() >= m * k
             && off + rows <= stride
             && out.len() >= (m - 1) * stride + off + rows
-            && w.data.len() == Q4Matrix::words_for(rows, k),
+            && w.data.len() == w.scales.words(rows, k),
         "q4_gemv_q8: shapes were not checked"
     );
     let groups = k / GROUP;
@@ -34,7 +34,8 @@ pub fn q4_gemv_q8(x: &[f32], w: &Q4Matrix, m: usize, out: &mut [f32], stride: us
     xq.quantize(x, m, k);
     let xq = &xq;
     let bytes: &[u8] = bytemuck::cast_slice(&w.data);
-    let (sm, ro) = (4 * w.sm_offset(), w.rows_offset());
+    let sm = 4 * w.sm_offset();
+    let sb = w.scales.group_bytes() * groups;
     let isa = Isa::best();
     let base = OutPtr(out.as_mut_ptr());
     let run = |r0: usize, r1: usize| {
@@ -43,12 +44,10 @@ pub fn q4_gemv_q8(x: &[f32], w: &Q4Matrix, m: usize, out: &mut [f32], stride: us
         for r in r0..r1 {
             let row = Lq4Row {
                 codes: &bytes[r * k / 2..(r + 1) * k / 2],
-                subs: &bytes[sm + 2 * groups * r..sm + 2 * groups * (r + 1)],
+                subs: &bytes[sm + sb * r..sm + sb * (r + 1)],
+                scales: w.scales,
             };
-            let (d, dmin) = (
-                f32::from_bits(w.data[ro + 2 * r]),
-                f32::from_bits(w.data[ro + 2 * r + 1]),
-            );
+            let (d, dmin) = w.row_scales(r);
             for mi in 0..m {
                 let (a, b) = lq4_q8(isa, row, xq.row(mi), &mut scratch);
                 // SAFETY: mi·stride + off + r < (m−1)·stride + off + rows <= out.len() (asserted

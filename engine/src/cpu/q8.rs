@@ -15,7 +15,7 @@
 //! `[even of 2p | even of 2p+1 | odd of 2p | odd of 2p+1]` (16 codes each); an unpaired last
 //! block is stored `[even | odd]`. [`Q8Rows::code`] reads element `i` back in natural order.
 
-use crate::quant::GROUP;
+use crate::quant::{Scales, GROUP};
 
 /// `m` rows of `k` activations as 8-bit blocks (see the module documentation).
 #[derive(Clone, Debug, Default)]
@@ -119,8 +119,11 @@ pub struct Lq4Row<'a> {
     /// `K / 2` bytes: byte `j` of group `g` holds weight `32g + 2j` in its low nibble and
     /// `32g + 2j + 1` in its high nibble.
     pub codes: &'a [u8],
-    /// `2·K / 32` bytes: `(sub-scale, sub-min)` per group.
+    /// Per group `(sub-scale, sub-min)` bytes (LQ4: `2·K / 32` bytes) or an f16 `(s, m)` pair
+    /// (`lq4h`: `4·K / 32` bytes), as `scales` says.
     pub subs: &'a [u8],
+    /// Which of the two `subs` holds.
+    pub scales: Scales,
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{EngineError, Result};
 use crate::format::weights::{HostTensor, WeightSource};
-use crate::quant::{Q4Matrix, Q8Matrix, GROUP};
+use crate::quant::{Q4Matrix, Q8Matrix, Scales, GROUP};
 
 /// The manifest's file name.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -89,6 +89,9 @@ pub enum DType {
     Q8,
     /// [`Q4Matrix`] words (LQ4).
     Lq4,
+    /// [`Q4Matrix`] words with an f16 scale and min per group ([`Scales::Half`]): GGUF Q4_0 and
+    /// Q4_1 tensors as the user brought them.
+    Lq4h,
 }
 
 impl DType {
@@ -99,6 +102,16 @@ impl DType {
             DType::F16 => 2 * rows * cols,
             DType::Q8 => Q8Matrix::bytes_for(rows, cols),
             DType::Lq4 => 4 * Q4Matrix::words_for(rows, cols),
+            DType::Lq4h => 4 * Scales::Half.words(rows, cols),
+        }
+    }
+
+    /// The 4-bit layout this dtype stores, if it is one.
+    pub fn q4_scales(self) -> Option<Scales> {
+        match self {
+            DType::Lq4 => Some(Scales::Row),
+            DType::Lq4h => Some(Scales::Half),
+            _ => None,
         }
     }
 }
@@ -423,8 +436,10 @@ impl Manifest {
             if rows == 0 || cols == 0 {
                 return Err(bad(format!("unsupported shape {:?}", t.shape)));
             }
-            if t.dtype == DType::Lq4 && !cols.is_multiple_of(GROUP) {
-                return Err(bad(format!("LQ4 needs columns divisible by {GROUP}")));
+            if t.dtype.q4_scales().is_some() && !cols.is_multiple_of(GROUP) {
+                return Err(bad(format!(
+                    "4-bit weights need columns divisible by {GROUP}"
+                )));
             }
             let mut next = 0;
             for p in &t.parts {
@@ -601,7 +616,10 @@ impl WeightSource for ShardedTensors {
                         .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32()),
                 ),
                 DType::Q8 => data.extend(Q8Matrix::dequantize_bytes(name, rows, cols, b)?),
-                DType::Lq4 => data.extend(Q4Matrix::from_bytes(name, rows, cols, b)?.dequantize()),
+                DType::Lq4 | DType::Lq4h => {
+                    let scales = t.dtype.q4_scales().unwrap_or_default();
+                    data.extend(Q4Matrix::from_bytes(name, scales, rows, cols, b)?.dequantize())
+                }
             }
         }
         Ok(Some(HostTensor {
@@ -614,15 +632,15 @@ impl WeightSource for ShardedTensors {
         let Some(t) = self.tensor(name) else {
             return Ok(None);
         };
-        if t.dtype != DType::Lq4 {
+        let Some(scales) = t.dtype.q4_scales() else {
             return Ok(None);
-        }
+        };
         let (_, cols) = t.matrix_dims();
         t.parts
             .iter()
             .map(|p| {
-                let m =
-                    Q4Matrix::from_bytes(name, p.rows[1] - p.rows[0], cols, self.part_bytes(p))?;
+                let rows = p.rows[1] - p.rows[0];
+                let m = Q4Matrix::from_bytes(name, scales, rows, cols, self.part_bytes(p))?;
                 Ok((p.rows[0], m))
             })
             .collect::<Result<Vec<_>>>()

@@ -356,6 +356,15 @@ impl Gguf {
 
     /// Dequantizes a tensor to f32 in GGUF element order (fastest dimension first).
     pub fn dequantize(&self, info: &TensorInfo) -> Result<Vec<f32>> {
+        let (ty, data) = self.raw(info)?;
+        let mut out = vec![0f32; info.numel()];
+        dequantize_into(ty, data, &mut out);
+        Ok(out)
+    }
+
+    /// A tensor's type and stored bytes (its blocks as the file holds them; the parser checked
+    /// that they lie inside the file).
+    pub fn raw(&self, info: &TensorInfo) -> Result<(GgmlType, &[u8])> {
         let ty = info.ty.map_err(|id| EngineError::Format {
             file: self.source.clone(),
             detail: format!(
@@ -363,12 +372,11 @@ impl Gguf {
                 info.name
             ),
         })?;
-        let n = info.numel();
         let (bw, bb) = ty.block();
-        let data = &self.bytes[info.offset..info.offset + n / bw * bb];
-        let mut out = vec![0f32; n];
-        dequantize_into(ty, data, &mut out);
-        Ok(out)
+        Ok((
+            ty,
+            &self.bytes[info.offset..info.offset + info.numel() / bw * bb],
+        ))
     }
 }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{EngineError, Result};
-use crate::format::gguf::{Gguf, Value};
+use crate::format::gguf::{GgmlType, Gguf, Value};
 
 /// A tensor in HF layout.
 #[derive(Clone, Debug)]
@@ -239,10 +239,11 @@ impl GgufSource {
 }
 
 /// Undoes llama.cpp's q/k permutation: GGUF row `h*hd + 2j + t` is HF row `h*hd + t*hd/2 + j`.
-fn unpermute_rows(data: &[f32], rows: usize, cols: usize, heads: usize) -> Vec<f32> {
+/// Rows are `cols` elements of any type (f32 values, or a row's quantized blocks as bytes).
+fn unpermute_rows<T: Copy + Default>(data: &[T], rows: usize, cols: usize, heads: usize) -> Vec<T> {
     let hd = rows / heads;
     let half = hd / 2;
-    let mut out = vec![0f32; data.len()];
+    let mut out = vec![T::default(); data.len()];
     for h in 0..heads {
         for j in 0..half {
             for t in 0..2 {
@@ -261,6 +262,36 @@ impl WeightSource for GgufSource {
         self.gguf.source.clone()
     }
 
+    /// Q4_0 and Q4_1 matrices as the file holds them (`lq4h`, the same values; llama's q/k
+    /// rows unpermuted as whole rows of blocks); other types are read through [`Self::get`].
+    fn q4_parts(&self, name: &str) -> Result<Option<Vec<(usize, crate::quant::Q4Matrix)>>> {
+        use crate::quant::Q4Matrix;
+        let Some(info) = Self::gguf_name(name).and_then(|g| self.gguf.tensor(&g)) else {
+            return Ok(None);
+        };
+        let (ty, raw) = self.gguf.raw(info)?;
+        if info.dims.len() != 2 || !matches!(ty, GgmlType::Q4_0 | GgmlType::Q4_1) {
+            return Ok(None);
+        }
+        let (rows, cols) = (info.dims[1] as usize, info.dims[0] as usize);
+        let what = format!("{} ('{}' in {})", name, info.name, self.gguf.source);
+        let heads = self.permuted_heads(&info.name);
+        let raw = match heads {
+            Some(h) if rows.is_multiple_of(2 * h) => {
+                std::borrow::Cow::Owned(unpermute_rows(raw, rows, raw.len() / rows.max(1), h))
+            }
+            // Heads that do not tile the rows: the f32 path reports what is wrong.
+            Some(_) => return Ok(None),
+            None => std::borrow::Cow::Borrowed(raw),
+        };
+        let m = if ty == GgmlType::Q4_1 {
+            Q4Matrix::from_ggml_q4_1(&what, rows, cols, &raw)?
+        } else {
+            Q4Matrix::from_ggml_q4_0(&what, rows, cols, &raw)?
+        };
+        Ok(Some(vec![(0, m)]))
+    }
+
     fn get(&self, name: &str) -> Result<Option<HostTensor>> {
         let Some(gname) = Self::gguf_name(name) else {
             return Ok(None);
@@ -270,20 +301,35 @@ impl WeightSource for GgufSource {
         };
         let mut data = self.gguf.dequantize(info)?;
         let shape: Vec<usize> = info.dims.iter().rev().map(|&d| d as usize).collect();
-        if self.arch == "llama" && shape.len() == 2 {
-            let heads = if gname.ends_with("attn_q.weight") {
-                self.key("attention.head_count")
-            } else if gname.ends_with("attn_k.weight") {
-                self.key("attention.head_count_kv")
-                    .or_else(|| self.key("attention.head_count"))
-            } else {
-                None
-            };
-            if let Some(h) = heads.and_then(Value::as_u64) {
-                data = unpermute_rows(&data, shape[0], shape[1], h as usize);
+        if shape.len() == 2 {
+            if let Some(h) = self.permuted_heads(&gname) {
+                data = unpermute_rows(&data, shape[0], shape[1], h);
             }
         }
         Ok(Some(HostTensor { shape, data }))
+    }
+}
+
+impl GgufSource {
+    /// The head count whose q/k row permutation llama.cpp applied to tensor `gname` (llama
+    /// only), if any.
+    fn permuted_heads(&self, gname: &str) -> Option<usize> {
+        if self.arch != "llama" {
+            return None;
+        }
+        let heads = if gname.ends_with("attn_q.weight") {
+            self.key("attention.head_count")
+        } else if gname.ends_with("attn_k.weight") {
+            self.key("attention.head_count_kv")
+                .or_else(|| self.key("attention.head_count"))
+        } else {
+            None
+        };
+        // Zero heads would divide by zero below; the model's config check names it.
+        heads
+            .and_then(Value::as_u64)
+            .map(|h| h as usize)
+            .filter(|&h| h > 0)
     }
 }
 

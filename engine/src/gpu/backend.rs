@@ -62,6 +62,7 @@ impl Backend for GpuContext {
             cols: m.cols,
             sm_off: m.sm_offset(),
             rows_off: m.rows_offset(),
+            half: m.scales == crate::quant::Scales::Half,
         })
     }
 

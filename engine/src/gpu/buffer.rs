@@ -30,4 +30,6 @@ pub struct GpuQ4 {
     pub sm_off: usize,
     /// Word offset of the row-scale section.
     pub rows_off: usize,
+    /// `lq4h`: an f16 `(s, m)` word per group, no row section ([`crate::quant::Scales::Half`]).
+    pub half: bool,
 }

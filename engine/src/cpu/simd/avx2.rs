@@ -47,8 +47,23 @@ pub unsafe fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, 
             g += 1;
         }
 
+        (codes_dot(w.codes, x, scratch), acc_m)
+    }
+}
+
+/// Steps 2–3 of [`lq4_q8`]: `Σ_g scratch[g]·Σ_i q_i·qx_i` over the row's groups, with the
+/// per-group scales already in `scratch` (LQ4's `sc·dx`, or `lq4h`'s `s·dx`).
+///
+/// # Safety
+/// As [`lq4_q8`]: AVX2 and FMA present, `codes` 16·G bytes, `x.qs` 32·G, `scratch` ≥ G.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn codes_dot(codes: &[u8], x: Q8Row<'_>, scratch: &[f32]) -> f32 {
+    let groups = x.d.len();
+    // SAFETY: as in `lq4_q8`: pair p reads codes[32p..32p+32], qs[64p..64p+64] and
+    // scratch[2p..2p+2]; the last unpaired group codes[16g..16g+16] and qs[32g..32g+32].
+    unsafe {
         // 2. Pairs of groups, two pairs per iteration into two accumulators.
-        let (cp, xp) = (w.codes.as_ptr(), x.qs.as_ptr());
+        let (cp, xp) = (codes.as_ptr(), x.qs.as_ptr());
         let mask = _mm256_set1_epi8(0x0F);
         let ones = _mm256_set1_epi16(1);
         let spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
@@ -95,7 +110,7 @@ pub unsafe fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, 
             let s32 = _mm_add_epi32(s32, _mm_srli_si128::<4>(s32));
             acc_q += scratch[g] * _mm_cvtsi128_si32(s32) as f32;
         }
-        (acc_q, acc_m)
+        acc_q
     }
 }
 

@@ -9,8 +9,13 @@
 //! `(Σ_g sc_g·dx_g·Σ_i q_i·qx_i, Σ_g mn_g·Σx_g)`; the row's result is `d·first − dmin·second`.
 //! The inner products are exact in integers (at most 32·15·127 per group), so the ISAs differ
 //! from the scalar form only in the order of f32 additions.
+//!
+//! An `lq4h` row (per group an f16 `(s, m)`, `w = s·q − m`) takes the same path with `sc = s`,
+//! `mn = m` and `d = dmin = 1`: a scalar pre-pass ([`half_scales`]) computes `s·dx` per group,
+//! then each ISA's `codes_dot` (the second half of its LQ4 form) does the integer work.
 
 use super::q8::{Lq4Row, Q8Row};
+use crate::quant::Scales;
 
 pub mod scalar;
 
@@ -92,12 +97,31 @@ pub fn lq4_q8(isa: Isa, w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f3
     // because the SIMD forms read through raw pointers.
     assert!(
         w.codes.len() == 16 * groups
-            && w.subs.len() == 2 * groups
+            && w.subs.len() == w.scales.group_bytes() * groups
             && x.qs.len() == 32 * groups
             && x.sum.len() == groups
             && scratch.len() >= groups,
         "lq4_q8: row slices disagree on the group count {groups}"
     );
+    if w.scales == Scales::Half {
+        let acc_m = half_scales(w.subs, x, scratch);
+        let acc_q = match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma") =>
+            {
+                // SAFETY: as for the LQ4 form below.
+                unsafe { avx2::codes_dot(w.codes, x, scratch) }
+            }
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => neon::codes_dot(w.codes, x, scratch),
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Isa::Simd128 => simd128::codes_dot(w.codes, x, scratch),
+            _ => scalar::codes_dot(w.codes, x, scratch),
+        };
+        return (acc_q, acc_m);
+    }
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2
@@ -113,6 +137,20 @@ pub fn lq4_q8(isa: Isa, w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f3
         Isa::Simd128 => simd128::lq4_q8(w, x, scratch),
         _ => scalar::lq4_q8(w, x),
     }
+}
+
+/// The `lq4h` pre-pass: `scratch[g] = s_g·dx_g` and the returned `Σ_g m_g·Σx_g`, from the
+/// f16 `(s, m)` pairs in `subs` (4 bytes per group).
+#[inline]
+fn half_scales(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
+    let mut acc_m = 0f32;
+    for (g, (pair, s)) in subs.chunks_exact(4).zip(scratch.iter_mut()).enumerate() {
+        let sc = half::f16::from_bits(u16::from_le_bytes([pair[0], pair[1]])).to_f32();
+        let mn = half::f16::from_bits(u16::from_le_bytes([pair[2], pair[3]])).to_f32();
+        *s = sc * x.d[g];
+        acc_m += mn * x.sum[g];
+    }
+    acc_m
 }
 
 #[cfg(test)]
@@ -142,6 +180,7 @@ mod tests {
                 let row = Lq4Row {
                     codes: &bytes[r * k / 2..(r + 1) * k / 2],
                     subs: &bytes[sm + r * 2 * groups..sm + (r + 1) * 2 * groups],
+                    scales: Scales::Row,
                 };
                 // f64 oracle over the same integers; f32 accumulation over G terms errs by at
                 // most ~G·2⁻²⁴ of the terms' absolute sum, bounded here by 1e-5 of it.
@@ -165,6 +204,61 @@ mod tests {
                         (q as f64 - want_q).abs() <= 1e-5 * abs_q
                             && (m as f64 - want_m).abs() <= 1e-5 * abs_m,
                         "{} groups {groups} row {r}: ({q}, {m}) vs f64 ({want_q}, {want_m})",
+                        isa.name()
+                    );
+                }
+            }
+        }
+    }
+
+    /// `lq4h` rows (f16 `(s, m)` per group) on every ISA against an f64 evaluation of the
+    /// same integers and scales, on the same odd and even group counts.
+    #[test]
+    fn every_isa_matches_f64_on_half_scale_rows() {
+        let mut rng = Pcg32::new(9);
+        for groups in [1usize, 2, 3, 7, 8, 9, 17, 18, 48, 49] {
+            let (rows, k) = (3, 32 * groups);
+            let raw: Vec<u8> = (0..rows * groups)
+                .flat_map(|_| {
+                    let mut b: Vec<u8> = rng
+                        .normal_vec(2, 0.03)
+                        .iter()
+                        .flat_map(|v| half::f16::from_f32(*v).to_bits().to_le_bytes())
+                        .collect();
+                    b.extend((0..16).map(|_| (rng.next_u32() & 0xFF) as u8));
+                    b
+                })
+                .collect();
+            let w = Q4Matrix::from_ggml_q4_1("w", rows, k, &raw).expect("convert");
+            let xf = rng.normal_vec(k, 1.0);
+            let mut xq = Q8Rows::default();
+            xq.quantize(&xf, 1, k);
+            let bytes: &[u8] = bytemuck::cast_slice(&w.data);
+            let sm = 4 * w.sm_offset();
+            let mut scratch = vec![0f32; groups];
+            for r in 0..rows {
+                let row = Lq4Row {
+                    codes: &bytes[r * k / 2..(r + 1) * k / 2],
+                    subs: &bytes[sm + r * 4 * groups..sm + (r + 1) * 4 * groups],
+                    scales: Scales::Half,
+                };
+                let (mut want, mut abs) = (0f64, 0f64);
+                for g in 0..groups {
+                    let (s, m) = w.group_scales(r, g);
+                    let mut isum = 0i64;
+                    for i in 0..32 {
+                        isum += w.code(r, 32 * g + i) as i64 * xq.code(0, 32 * g + i) as i64;
+                    }
+                    let t = s as f64 * xq.d[g] as f64 * isum as f64 - m as f64 * xq.sum[g] as f64;
+                    want += t;
+                    abs += t.abs();
+                }
+                for isa in Isa::available() {
+                    let (q, m) = lq4_q8(isa, row, xq.row(0), &mut scratch);
+                    let got = q as f64 - m as f64;
+                    assert!(
+                        (got - want).abs() <= 1e-5 * abs,
+                        "{} groups {groups} row {r}: {got} vs f64 {want}",
                         isa.name()
                     );
                 }

@@ -16,10 +16,16 @@ pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
         *s = w.subs[2 * g] as f32 * x.d[g];
         acc_m += w.subs[2 * g + 1] as f32 * x.sum[g];
     }
+    (codes_dot(w.codes, x, scratch), acc_m)
+}
+
+/// `Σ_g scales[g]·Σ_i q_i·qx_i` (the integer half of [`lq4_q8`], the scales given).
+pub fn codes_dot(codes: &[u8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
+    let groups = x.d.len();
     let mut acc_q = 0f32;
-    for (g, &scale) in scratch[..groups].iter().enumerate() {
+    for (g, &scale) in scales[..groups].iter().enumerate() {
         let (xe, xo) = super::scalar::q8_halves(x.qs, g, groups);
-        let codes = &w.codes[16 * g..16 * g + 16];
+        let codes = &codes[16 * g..16 * g + 16];
         // SAFETY: each load reads 16 bytes from a slice of exactly 16 bytes.
         let isum = unsafe {
             let v = vld1q_u8(codes.as_ptr());
@@ -35,5 +41,5 @@ pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
         };
         acc_q += scale * isum as f32;
     }
-    (acc_q, acc_m)
+    acc_q
 }

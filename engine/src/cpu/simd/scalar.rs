@@ -22,6 +22,22 @@ pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>) -> (f32, f32) {
     (acc_q, acc_m)
 }
 
+/// `Σ_g scales[g]·Σ_i q_i·qx_i`: the integer half of [`lq4_q8`] with the per-group scales
+/// given (the `lq4h` path).
+pub fn codes_dot(codes: &[u8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
+    let groups = x.d.len();
+    let mut acc_q = 0f32;
+    for (g, &scale) in scales[..groups].iter().enumerate() {
+        let (lo_x, hi_x) = q8_halves(x.qs, g, groups);
+        let mut isum = 0i32;
+        for (j, &c) in codes[16 * g..16 * g + 16].iter().enumerate() {
+            isum += (c & 0xF) as i32 * lo_x[j] as i32 + (c >> 4) as i32 * hi_x[j] as i32;
+        }
+        acc_q += scale * isum as f32;
+    }
+    acc_q
+}
+
 /// The 16 even-element and 16 odd-element codes of block `g` (see [`crate::cpu::q8`]).
 #[inline]
 pub(crate) fn q8_halves(qs: &[i8], g: usize, groups: usize) -> (&[i8], &[i8]) {

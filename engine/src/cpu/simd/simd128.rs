@@ -17,11 +17,17 @@ pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
         *s = w.subs[2 * g] as f32 * x.d[g];
         acc_m += w.subs[2 * g + 1] as f32 * x.sum[g];
     }
+    (codes_dot(w.codes, x, scratch), acc_m)
+}
+
+/// `Σ_g scales[g]·Σ_i q_i·qx_i` (the integer half of [`lq4_q8`], the scales given).
+pub fn codes_dot(codes: &[u8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
+    let groups = x.d.len();
     let mask = u8x16_splat(0x0F);
     let mut acc = f32x4_splat(0.0);
-    for (g, &scale) in scratch[..groups].iter().enumerate() {
+    for (g, &scale) in scales[..groups].iter().enumerate() {
         let (xe, xo) = super::scalar::q8_halves(x.qs, g, groups);
-        let codes = &w.codes[16 * g..16 * g + 16];
+        let codes = &codes[16 * g..16 * g + 16];
         // SAFETY: each load reads 16 bytes from a slice of exactly 16 bytes (no alignment
         // is required of v128.load).
         let (v, xe, xo) = unsafe {
@@ -45,9 +51,8 @@ pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
         );
         acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(scale)));
     }
-    let acc_q = f32x4_extract_lane::<0>(acc)
+    f32x4_extract_lane::<0>(acc)
         + f32x4_extract_lane::<1>(acc)
         + f32x4_extract_lane::<2>(acc)
-        + f32x4_extract_lane::<3>(acc);
-    (acc_q, acc_m)
+        + f32x4_extract_lane::<3>(acc)
 }

@@ -1,4 +1,4 @@
-//! Embedding-row gather from an LQ4 table.
+//! Embedding-row gather from a 4-bit (LQ4 or lq4h) table.
 
 use super::groups_for;
 use crate::error::Result;
@@ -17,7 +17,8 @@ struct Params {
     sm_off: u32,
     rows_off: u32,
     row0: u32,
-    _p: [u32; 2],
+    half: u32,
+    _p: u32,
 }
 
 /// Records the gather from a table holding vocabulary rows `row0..row0 + w.rows`. `ids` is a
@@ -38,7 +39,8 @@ pub(crate) fn dispatch(
         sm_off: w.sm_off as u32,
         rows_off: w.rows_off as u32,
         row0: row0 as u32,
-        _p: [0; 2],
+        half: w.half as u32,
+        _p: 0,
     };
     ctx.dispatch(
         &KERNEL,

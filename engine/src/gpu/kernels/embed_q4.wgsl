@@ -1,4 +1,4 @@
-// Embedding gather from an LQ4 table: out[t][k] = dequant(W[ids[t]][k]).
+// Embedding gather from a 4-bit (LQ4 or lq4h) table: out[t][k] = dequant(W[ids[t]][k]).
 // One thread per output element (2-D grid). Prelude: common.wgsl.
 
 struct Params {
@@ -8,7 +8,7 @@ struct Params {
     sm_off: u32,
     rows_off: u32,
     row0: u32,       // vocabulary id of the table's first row
-    _p1: u32,
+    half: u32,       // 1: lq4h (one f16 (s, m) word per group at sm_off, no row section)
     _p2: u32,
 }
 
@@ -33,10 +33,15 @@ fn main(gid: Ids) {
     }
     let row = id - p.row0;
     let g = k / 32u;
+    let q = (w[row * (p.cols / 8u) + k / 8u] >> (4u * (k % 8u))) & 15u;
+    if (p.half != 0u) {
+        let sm = unpack2x16float(w[p.sm_off + row * (p.cols / 32u) + g]);
+        out[i] = sm.x * f32(q) - sm.y;
+        return;
+    }
     let b = 2u * (row * (p.cols / 32u) + g);
     let smw = w[p.sm_off + b / 4u] >> (8u * (b % 4u));
     let d = bitcast<f32>(w[p.rows_off + 2u * row]);
     let dmin = bitcast<f32>(w[p.rows_off + 2u * row + 1u]);
-    let q = (w[row * (p.cols / 8u) + k / 8u] >> (4u * (k % 8u))) & 15u;
     out[i] = d * f32(smw & 0xFFu) * f32(q) - dmin * f32((smw >> 8u) & 0xFFu);
 }

@@ -1,4 +1,4 @@
-// 4-bit (LQ4) matrix-matrix product for prefill: out[m][n] = sum_k x[m][k] * W[n][k].
+// 4-bit (LQ4 or lq4h) matrix-matrix product for prefill: out[m][n] = sum_k x[m][k] * W[n][k].
 // Tiled: each workgroup computes a BM x BN output tile, stepping through K one LQ4 group
 // (32 weights) at a time; the X tile and the dequantized W tile are staged in workgroup
 // memory and every thread accumulates a TM x TN register tile.
@@ -18,7 +18,7 @@ struct Params {
     rows_off: u32,   // word offset of the per-row (d, dmin) pairs in `w`
     out_stride: u32, // elements between rows of `out`
     out_off: u32,    // element offset of out[0][0]
-    _pad: u32,
+    half: u32,       // 1: lq4h (one f16 (s, m) word per group at sm_off, no row section)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -66,7 +66,11 @@ fn main(
         let nrow = n0 + r;
         var s = 0.0;
         var mm = 0.0;
-        if (nrow < p.n) {
+        if (nrow < p.n && p.half != 0u) {
+            let sm = unpack2x16float(w[p.sm_off + nrow * groups + g]);
+            s = sm.x;
+            mm = sm.y;
+        } else if (nrow < p.n) {
             let b = 2u * (nrow * groups + g);
             let smw = w[p.sm_off + b / 4u] >> (8u * (b % 4u));
             s = bitcast<f32>(w[p.rows_off + 2u * nrow]) * f32(smw & 0xFFu);

@@ -1,7 +1,8 @@
-// 4-bit (LQ4) matrix-vector product for decode: out[m][n] = sum_k x[m][k] * W[n][k].
-// LQ4 layout and dequantization: engine/src/quant.rs. Per group g of row n:
+// 4-bit (LQ4 or lq4h) matrix-vector product for decode: out[m][n] = sum_k x[m][k] * W[n][k].
+// Layouts and dequantization: engine/src/quant.rs. Per group g of row n:
 //   sum_i x_i * (d*sc*q_i - dmin*mn) = d*sc * dot(x, q) - dmin*mn * sum(x)
-// so d and dmin factor out of the row sum and each group costs one dot and one sum.
+// so d and dmin factor out of the row sum and each group costs one dot and one sum. For lq4h
+// (p.half = 1) a group's (sc, mn) is its f16 (s, m) pair and d = dmin = 1.
 // TPR threads cooperate on one row (strided over words), WG/TPR rows per workgroup.
 // CPU rasterisers (lavapipe, SwiftShader) run best at TPR = 1 (one row per lane; see
 // `cargo bench --bench gemv`), GPUs want TPR = 32 for coalesced loads.
@@ -17,7 +18,7 @@ struct Params {
     rows_off: u32,   // word offset of the per-row (d, dmin) f32 pairs in `w`
     out_stride: u32, // elements between consecutive rows of `out`
     out_off: u32,    // element offset of out[0][0]
-    _pad: u32,
+    half: u32,       // 1: lq4h (one f16 (s, m) word per group at sm_off, no row section)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -53,13 +54,19 @@ fn main(
         // words (coalesced on GPUs, contiguous vector loads on CPU rasterisers).
         for (var wi = lane; wi < p.k / 8u; wi += TPR) {
             let word = w[qbase + wi];
-            let b = 2u * (row * groups + wi / 4u);
-            let smw = w[p.sm_off + b / 4u] >> (8u * (b % 4u));
+            var sc: vec2<f32>;
+            if (p.half != 0u) {
+                sc = unpack2x16float(w[p.sm_off + row * groups + wi / 4u]);
+            } else {
+                let b = 2u * (row * groups + wi / 4u);
+                let smw = w[p.sm_off + b / 4u] >> (8u * (b % 4u));
+                sc = vec2<f32>(f32(smw & 0xFFu), f32((smw >> 8u) & 0xFFu));
+            }
             let x0 = x[xbase + 2u * wi];
             let x1 = x[xbase + 2u * wi + 1u];
             let s = x0 + x1;
-            acc_q += f32(smw & 0xFFu) * (dot(nib(word), x0) + dot(nib(word >> 16u), x1));
-            acc_m += f32((smw >> 8u) & 0xFFu) * (s.x + s.y + s.z + s.w);
+            acc_q += sc.x * (dot(nib(word), x0) + dot(nib(word >> 16u), x1));
+            acc_m += sc.y * (s.x + s.y + s.z + s.w);
         }
     }
     part[lid] = vec2<f32>(acc_q, acc_m);
@@ -70,8 +77,12 @@ fn main(
         }
     }
     if (lane == 0u && row < p.n) {
-        let d = bitcast<f32>(w[p.rows_off + 2u * row]);
-        let dmin = bitcast<f32>(w[p.rows_off + 2u * row + 1u]);
+        var d = 1.0;
+        var dmin = 1.0;
+        if (p.half == 0u) {
+            d = bitcast<f32>(w[p.rows_off + 2u * row]);
+            dmin = bitcast<f32>(w[p.rows_off + 2u * row + 1u]);
+        }
         let r = part[lid];
         out[p.out_off + mi * p.out_stride + row] = d * r.x - dmin * r.y;
     }

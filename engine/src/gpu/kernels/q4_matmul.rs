@@ -27,7 +27,7 @@ pub(crate) struct Params {
     pub rows_off: u32,
     pub out_stride: u32,
     pub out_off: u32,
-    pub _pad: u32,
+    pub half: u32,
 }
 
 impl Params {
@@ -42,7 +42,7 @@ impl Params {
             rows_off: w.rows_off as u32,
             out_stride: stride as u32,
             out_off: off as u32,
-            _pad: 0,
+            half: w.half as u32,
         }
     }
 }
