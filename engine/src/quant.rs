@@ -17,7 +17,7 @@
 //! Bits per weight: `4 + 16/32 + 64/K` = **4.5 + 64/K** (4.53 at K = 2048, 4.61 at K = 576).
 //!
 //! # Half-scale variant (`lq4h`): GGUF's Q4_0 and Q4_1 blocks, exactly
-//! [`Scales::Half`] keeps the `qs` section and replaces `sm` + `rows` by one word per group:
+//! [`BlockLayout::Lq4h`] keeps the `qs` section and replaces `sm` + `rows` by one word per group:
 //! an f16 scale `s` (low half) and an f16 min `m` (high half), `w[n][32g+i] = s·q − m`. A GGUF
 //! Q4_1 block (`d·q + m`, f16 `d`, `m`) is `s = d`, `m = −m`; a Q4_0 block (`d·(q − 8)`) is
 //! `s = d`, `m = 8·d`; both exact (a sign flip and a power-of-two multiple of an f16). Only the
@@ -46,44 +46,70 @@ use crate::error::{EngineError, Result};
 /// Weights per group.
 pub const GROUP: usize = 32;
 
-/// Where a 4-bit matrix keeps its group scales (see the module documentation).
+/// How a block-quantized matrix is laid out (see the module documentation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Scales {
-    /// LQ4: 8-bit `(sc, mn)` per group against per-row f32 `(d, dmin)`.
+pub enum BlockLayout {
+    /// LQ4: 4-bit codes, 8-bit `(sc, mn)` per group against per-row f32 `(d, dmin)`.
     #[default]
-    Row,
-    /// `lq4h`: an f16 `(s, m)` pair per group (GGUF Q4_0 / Q4_1 blocks, exactly).
-    Half,
+    Lq4,
+    /// `lq4h`: 4-bit codes, an f16 `(s, m)` pair per group (GGUF Q4_0 / Q4_1 blocks, exactly).
+    Lq4h,
+    /// `q8_0`: signed 8-bit codes, an f16 scale per group (GGUF Q8_0 blocks, exactly).
+    Q8,
 }
 
-impl Scales {
-    /// Word offset of the per-row section (for [`Scales::Half`], the end: it has none).
+impl BlockLayout {
+    /// Bits per code: 4 or 8.
+    pub fn code_bits(self) -> usize {
+        match self {
+            BlockLayout::Lq4 | BlockLayout::Lq4h => 4,
+            BlockLayout::Q8 => 8,
+        }
+    }
+
+    /// Word offset of the `sm` section (the end of the codes).
+    pub fn sm_offset(self, rows: usize, cols: usize) -> usize {
+        rows * cols * self.code_bits() / 32
+    }
+
+    /// Word offset of the per-row section (for the per-group layouts, the end: they have none).
     pub fn rows_offset(self, rows: usize, cols: usize) -> usize {
         match self {
-            Scales::Row => Q4Matrix::rows_offset_for(rows, cols),
-            Scales::Half => Q4Matrix::sm_offset_for(rows, cols) + rows * (cols / GROUP),
+            BlockLayout::Lq4 => Q4Matrix::rows_offset_for(rows, cols),
+            BlockLayout::Lq4h | BlockLayout::Q8 => {
+                self.sm_offset(rows, cols) + rows * (cols / GROUP)
+            }
         }
     }
 
     /// Total words of a `[rows, cols]` matrix.
     pub fn words(self, rows: usize, cols: usize) -> usize {
         match self {
-            Scales::Row => Q4Matrix::words_for(rows, cols),
-            Scales::Half => self.rows_offset(rows, cols),
+            BlockLayout::Lq4 => Q4Matrix::words_for(rows, cols),
+            BlockLayout::Lq4h | BlockLayout::Q8 => self.rows_offset(rows, cols),
         }
     }
 
     /// Bytes of scale data per group in the `sm` section: 2 (`sc`, `mn`) or 4 (two f16).
     pub fn group_bytes(self) -> usize {
         match self {
-            Scales::Row => 2,
-            Scales::Half => 4,
+            BlockLayout::Lq4 => 2,
+            BlockLayout::Lq4h | BlockLayout::Q8 => 4,
+        }
+    }
+
+    /// The name in messages and manifests: `LQ4`, `lq4h`, `q8_0`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockLayout::Lq4 => "LQ4",
+            BlockLayout::Lq4h => "lq4h",
+            BlockLayout::Q8 => "q8_0",
         }
     }
 }
 
-/// A 4-bit matrix `[rows, cols]` in the layout documented at module level (LQ4, or its
-/// half-scale variant).
+/// A block-quantized matrix `[rows, cols]` in one of the layouts documented at module level:
+/// LQ4, its half-scale variant `lq4h`, or 8-bit `q8_0` (the name is the 4-bit formats').
 #[derive(Clone, Debug, PartialEq)]
 pub struct Q4Matrix {
     /// N: output features.
@@ -92,22 +118,22 @@ pub struct Q4Matrix {
     pub cols: usize,
     /// The packed words: `qs`, then `sm`, then `rows` sections.
     pub data: Vec<u32>,
-    /// Where the group scales live.
-    pub scales: Scales,
+    /// The layout of `data`.
+    pub layout: BlockLayout,
 }
 
 impl Q4Matrix {
     /// Word offset of the `sm` section.
     pub fn sm_offset(&self) -> usize {
-        Self::sm_offset_for(self.rows, self.cols)
+        self.layout.sm_offset(self.rows, self.cols)
     }
 
-    /// Word offset of the per-row `(d, dmin)` section (for [`Scales::Half`], the end).
+    /// Word offset of the per-row `(d, dmin)` section (for [`BlockLayout::Lq4h`], the end).
     pub fn rows_offset(&self) -> usize {
-        self.scales.rows_offset(self.rows, self.cols)
+        self.layout.rows_offset(self.rows, self.cols)
     }
 
-    /// `sm` offset for a shape.
+    /// `sm` offset for an LQ4 shape.
     pub fn sm_offset_for(rows: usize, cols: usize) -> usize {
         rows * cols / 8
     }
@@ -118,7 +144,7 @@ impl Q4Matrix {
         Self::sm_offset_for(rows, cols) + (groups * 2).div_ceil(4)
     }
 
-    /// Total words for an LQ4 shape ([`Scales::words`] for either kind).
+    /// Total words for an LQ4 shape ([`BlockLayout::words`] for either kind).
     pub fn words_for(rows: usize, cols: usize) -> usize {
         Self::rows_offset_for(rows, cols) + 2 * rows
     }
@@ -142,14 +168,14 @@ impl Q4Matrix {
         let want = self
             .rows
             .checked_mul(self.cols)
-            .map(|_| self.scales.words(self.rows, self.cols));
+            .map(|_| self.layout.words(self.rows, self.cols));
         if want != Some(self.data.len()) {
             let want = want.map_or("more than memory holds".into(), |w| w.to_string());
             return Err(EngineError::Quantize {
                 tensor: name.into(),
                 detail: format!(
                     "{} data has {} words, shape [{}, {}] needs {want}",
-                    self.scales_name(),
+                    self.layout_name(),
                     self.data.len(),
                     self.rows,
                     self.cols
@@ -159,31 +185,32 @@ impl Q4Matrix {
         Ok(())
     }
 
-    /// Code `q` (0..=15) of weight `(n, k)`.
+    /// Code `q` of weight `(n, k)`: 0..=15 for the 4-bit layouts, −128..=127 for `q8_0`.
     #[inline]
-    pub fn code(&self, n: usize, k: usize) -> u32 {
+    pub fn code(&self, n: usize, k: usize) -> i32 {
+        if self.layout == BlockLayout::Q8 {
+            let w = self.data[(n * self.cols + k) / 4];
+            return (w >> (8 * (k % 4))) as u8 as i8 as i32;
+        }
         let w = self.data[n * self.cols / 8 + k / 8];
-        (w >> (4 * (k % 8))) & 0xF
+        ((w >> (4 * (k % 8))) & 0xF) as i32
     }
 
-    /// The format's name in messages: `LQ4` or `lq4h`.
-    pub fn scales_name(&self) -> &'static str {
-        match self.scales {
-            Scales::Row => "LQ4",
-            Scales::Half => "lq4h",
-        }
+    /// The format's name in messages: `LQ4`, `lq4h` or `q8_0`.
+    pub fn layout_name(&self) -> &'static str {
+        self.layout.name()
     }
 
     /// `(s, m)` of group `g` of row `n`: the group's weights are `s·q − m`.
     #[inline]
     pub fn group_scales(&self, n: usize, g: usize) -> (f32, f32) {
-        match self.scales {
-            Scales::Row => {
+        match self.layout {
+            BlockLayout::Lq4 => {
                 let (d, dmin) = self.row_scales(n);
                 let (sc, mn) = self.sub(n, g);
                 (d * sc as f32, dmin * mn as f32)
             }
-            Scales::Half => {
+            BlockLayout::Lq4h | BlockLayout::Q8 => {
                 let w = self.data[self.sm_offset() + n * (self.cols / GROUP) + g];
                 (
                     half::f16::from_bits(w as u16).to_f32(),
@@ -196,17 +223,17 @@ impl Q4Matrix {
     /// Sub-scale and sub-min bytes of group `g` of row `n` (LQ4 only).
     #[inline]
     pub fn sub(&self, n: usize, g: usize) -> (u32, u32) {
-        debug_assert_eq!(self.scales, Scales::Row);
+        debug_assert_eq!(self.layout, BlockLayout::Lq4);
         let b = 2 * (n * (self.cols / GROUP) + g);
         let w = self.data[self.sm_offset() + b / 4];
         let sh = 8 * (b % 4) as u32;
         ((w >> sh) & 0xFF, (w >> (sh + 8)) & 0xFF)
     }
 
-    /// `(d, dmin)` of row `n`; `(1, 1)` for [`Scales::Half`], whose groups carry their own.
+    /// `(d, dmin)` of row `n`; `(1, 1)` for the per-group layouts, whose groups carry their own.
     #[inline]
     pub fn row_scales(&self, n: usize) -> (f32, f32) {
-        if self.scales == Scales::Half {
+        if self.layout != BlockLayout::Lq4 {
             return (1.0, 1.0);
         }
         let o = self.rows_offset() + 2 * n;
@@ -239,8 +266,8 @@ impl Q4Matrix {
     /// Rows `r0..r1` as their own matrix of the same kind (row blocks for binding-size
     /// limits).
     pub fn row_block(&self, r0: usize, r1: usize) -> Q4Matrix {
-        if self.scales == Scales::Half {
-            let (qw, g) = (self.cols / 8, self.cols / GROUP);
+        if self.layout != BlockLayout::Lq4 {
+            let (qw, g) = (self.cols * self.layout.code_bits() / 32, self.cols / GROUP);
             let sm = self.sm_offset();
             let mut data = self.data[r0 * qw..r1 * qw].to_vec();
             data.extend_from_slice(&self.data[sm + r0 * g..sm + r1 * g]);
@@ -248,7 +275,7 @@ impl Q4Matrix {
                 rows: r1 - r0,
                 cols: self.cols,
                 data,
-                scales: Scales::Half,
+                layout: self.layout,
             };
         }
         let mut out = Q4Builder::new(r1 - r0, self.cols);
@@ -321,7 +348,7 @@ impl Q4Matrix {
     /// Reads the bundle form back, checking the length against the shape.
     pub fn from_bytes(
         name: &str,
-        scales: Scales,
+        layout: BlockLayout,
         rows: usize,
         cols: usize,
         bytes: &[u8],
@@ -340,7 +367,7 @@ impl Q4Matrix {
             rows,
             cols,
             data,
-            scales,
+            layout,
         };
         m.validate(name)?;
         Ok(m)
@@ -356,15 +383,15 @@ impl Q4Matrix {
                 detail: format!("row blocks of {} and {} columns", cols, b.cols),
             });
         }
-        let scales = blocks.first().map(|b| b.scales).unwrap_or_default();
-        if let Some(b) = blocks.iter().find(|b| b.scales != scales) {
+        let layout = blocks.first().map(|b| b.layout).unwrap_or_default();
+        if let Some(b) = blocks.iter().find(|b| b.layout != layout) {
             return Err(EngineError::Quantize {
                 tensor: name.into(),
-                detail: format!("row blocks of {:?} and {:?} scales", scales, b.scales),
+                detail: format!("row blocks in {} and {}", layout.name(), b.layout.name()),
             });
         }
         let rows: usize = blocks.iter().map(|b| b.rows).sum();
-        if scales == Scales::Half {
+        if layout != BlockLayout::Lq4 {
             let mut data: Vec<u32> = blocks
                 .iter()
                 .flat_map(|b| b.data[..b.sm_offset()].iter().copied())
@@ -378,7 +405,7 @@ impl Q4Matrix {
                 rows,
                 cols,
                 data,
-                scales,
+                layout,
             });
         }
         let (sm0, ro0) = (
@@ -408,8 +435,57 @@ impl Q4Matrix {
             rows,
             cols,
             data,
-            scales,
+            layout,
         })
+    }
+
+    /// A GGUF `Q8_0` tensor `[rows, cols]` (blocks of 34 bytes: f16 `d`, 32 signed codes;
+    /// `w = d·q`) as a `q8_0` matrix with the same values: the codes in the same order, the
+    /// scale as an `(s, m) = (d, 0)` word.
+    pub fn from_ggml_q8_0(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
+        let blocks = Self::ggml_block_count(name, rows, cols, data.len(), 34)?;
+        let layout = BlockLayout::Q8;
+        let sm = layout.sm_offset(rows, cols);
+        let mut out = vec![0u32; layout.words(rows, cols)];
+        for (i, b) in data.chunks_exact(34).enumerate().take(blocks) {
+            out[sm + i] = u16::from_le_bytes([b[0], b[1]]) as u32;
+            for (w, c) in b[2..].chunks_exact(4).enumerate() {
+                out[8 * i + w] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            }
+        }
+        Ok(Q4Matrix {
+            rows,
+            cols,
+            data: out,
+            layout,
+        })
+    }
+
+    /// Checks a GGUF tensor's byte length against `[rows, cols]` in blocks of 32 weights of
+    /// `block_bytes` each; the number of blocks.
+    fn ggml_block_count(
+        name: &str,
+        rows: usize,
+        cols: usize,
+        len: usize,
+        block_bytes: usize,
+    ) -> Result<usize> {
+        let bad = |detail: String| EngineError::Quantize {
+            tensor: name.into(),
+            detail,
+        };
+        if cols == 0 || !cols.is_multiple_of(GROUP) {
+            return Err(bad(format!(
+                "columns {cols} are not a positive multiple of {GROUP}"
+            )));
+        }
+        rows.checked_mul(cols / GROUP)
+            .filter(|b| b.checked_mul(block_bytes) == Some(len))
+            .ok_or_else(|| {
+                bad(format!(
+                    "{len} bytes of {block_bytes}-byte blocks for shape [{rows}, {cols}]"
+                ))
+            })
     }
 
     /// A GGUF `Q4_1` tensor `[rows, cols]` (row-major blocks of 20 bytes: f16 `d`, f16 `m`,
@@ -453,22 +529,9 @@ impl Q4Matrix {
             tensor: name.into(),
             detail,
         };
-        if cols == 0 || !cols.is_multiple_of(GROUP) {
-            return Err(bad(format!(
-                "columns {cols} are not a positive multiple of {GROUP}"
-            )));
-        }
-        let blocks = rows
-            .checked_mul(cols / GROUP)
-            .filter(|b| b.checked_mul(block_bytes) == Some(data.len()))
-            .ok_or_else(|| {
-                bad(format!(
-                    "{} bytes of {block_bytes}-byte blocks for shape [{rows}, {cols}]",
-                    data.len()
-                ))
-            })?;
+        let blocks = Self::ggml_block_count(name, rows, cols, data.len(), block_bytes)?;
         let sm = Q4Matrix::sm_offset_for(rows, cols);
-        let mut out = vec![0u32; Scales::Half.words(rows, cols)];
+        let mut out = vec![0u32; BlockLayout::Lq4h.words(rows, cols)];
         let c0 = block_bytes - 16;
         for (i, b) in data.chunks_exact(block_bytes).enumerate().take(blocks) {
             let (s, m) = scales(b).map_err(|e| {
@@ -493,7 +556,7 @@ impl Q4Matrix {
             rows,
             cols,
             data: out,
-            scales: Scales::Half,
+            layout: BlockLayout::Lq4h,
         })
     }
 }
@@ -756,7 +819,7 @@ impl Q4Builder {
             rows: self.rows,
             cols: self.cols,
             data: self.data,
-            scales: Scales::Row,
+            layout: BlockLayout::Lq4,
         }
     }
 }
@@ -796,10 +859,10 @@ mod tests {
         let (n, k) = (11, 64);
         let w = rng.normal_vec(n * k, 0.1);
         let whole = Q4Matrix::quantize("t", n, k, &w).expect("quantize");
-        let back =
-            Q4Matrix::from_bytes("t", Scales::Row, n, k, &whole.to_bytes()).expect("from_bytes");
+        let back = Q4Matrix::from_bytes("t", BlockLayout::Lq4, n, k, &whole.to_bytes())
+            .expect("from_bytes");
         assert_eq!(back, whole);
-        assert!(Q4Matrix::from_bytes("t", Scales::Row, n + 1, k, &whole.to_bytes()).is_err());
+        assert!(Q4Matrix::from_bytes("t", BlockLayout::Lq4, n + 1, k, &whole.to_bytes()).is_err());
         let blocks: Vec<Q4Matrix> = [(0, 3), (3, 4), (4, 11)]
             .iter()
             .map(|&(a, b)| Q4Matrix::quantize("t", b - a, k, &w[a * k..b * k]).expect("q"))
@@ -848,9 +911,10 @@ mod tests {
             for (i, (a, b)) in got.iter().zip(&want).enumerate() {
                 assert!(a == b, "{ty:?} element {i}: {a} vs {b}");
             }
-            let back = Q4Matrix::from_bytes("t", Scales::Half, n, k, &m.to_bytes()).expect("bytes");
+            let back =
+                Q4Matrix::from_bytes("t", BlockLayout::Lq4h, n, k, &m.to_bytes()).expect("bytes");
             assert_eq!(back, m);
-            assert!(Q4Matrix::from_bytes("t", Scales::Row, n, k, &m.to_bytes()).is_err());
+            assert!(Q4Matrix::from_bytes("t", BlockLayout::Lq4, n, k, &m.to_bytes()).is_err());
             let blocks = [m.row_block(0, 2), m.row_block(2, 3), m.row_block(3, 5)];
             assert_eq!(&blocks[1].dequantize()[..], &want[2 * k..3 * k]);
             assert_eq!(Q4Matrix::concat_rows("t", &blocks).expect("concat"), m);
@@ -858,6 +922,28 @@ mod tests {
                 Q4Matrix::concat_rows("t", &[m.clone(), Q4Builder::new(1, k).finish()]).is_err()
             );
         }
+        // Q8_0: every code (−128..=127) and the scale kept.
+        let raw = ggml_blocks(&mut rng, n * k / 32, 2, 0.01);
+        let raw: Vec<u8> = raw
+            .chunks_exact(18)
+            .flat_map(|b| {
+                let mut v = b[..2].to_vec();
+                v.extend_from_slice(&b[2..]);
+                v.extend_from_slice(&b[2..]);
+                v
+            })
+            .collect();
+        let m = Q4Matrix::from_ggml_q8_0("blk.3.w", n, k, &raw).expect("convert");
+        m.validate("blk.3.w").expect("valid");
+        assert_eq!(m.bits_per_weight(), 9.0);
+        let mut want = vec![0f32; n * k];
+        dequantize_into(GgmlType::Q8_0, &raw, &mut want);
+        assert!(m.dequantize() == want, "q8_0 values differ from the GGUF's");
+        let back = Q4Matrix::from_bytes("t", BlockLayout::Q8, n, k, &m.to_bytes()).expect("bytes");
+        assert_eq!(back, m);
+        let blocks = [m.row_block(0, 1), m.row_block(1, 5)];
+        assert_eq!(&blocks[1].dequantize()[..], &want[k..]);
+        assert_eq!(Q4Matrix::concat_rows("t", &blocks).expect("concat"), m);
         // A length that is not the shape's, and an 8·d that overflows f16, are named.
         let raw = ggml_blocks(&mut rng, 3, 4, 0.02);
         let e = Q4Matrix::from_ggml_q4_1("blk.1.w", 2, 64, &raw)

@@ -20,7 +20,7 @@ use lorekeeper_engine::format::bundle::{
     BundlePart, DType, GpuLimits, LoraSummary, ModelManifest, Quant, TensorEntry, TensorPart,
     TokenizerEntry, DEFAULT_MAX_BINDING,
 };
-use lorekeeper_engine::quant::{Q4Matrix, Q8Matrix};
+use lorekeeper_engine::quant::{BlockLayout, Q4Matrix, Q8Matrix};
 use serde::Serialize;
 
 use crate::error::{BuildError, Result};
@@ -114,7 +114,8 @@ pub fn peak_rss_mib() -> Option<f64> {
 
 fn policy_text(q: Quant) -> String {
     match q {
-        Quant::Q4 => "matrices LQ4 (GGUF Q4_0/Q4_1 matrices kept as they are, lq4h; q8 where columns % 32 != 0), embedding LQ4, 1-D f32".into(),
+        Quant::Q4 => "matrices LQ4 (GGUF Q4_0/Q4_1/Q8_0 matrices kept as they are: lq4h, q8_0; q8 where columns % 32 != 0), embedding LQ4, 1-D f32".into(),
+        Quant::Lq4 => "matrices and embedding LQ4, GGUF blocks requantized (q8 where columns % 32 != 0), 1-D f32".into(),
         Quant::Q8 => "matrices q8 (int8, f32 scale per 32), 1-D f32".into(),
         Quant::F16 => "matrices f16, 1-D f32".into(),
         Quant::F32 => "all f32".into(),
@@ -300,7 +301,7 @@ impl Import<'_> {
             let p1 = (p0 + l.part_rows).min(l.rows);
             let part = self.part(name, &l, p0, p1)?;
             // The engine uploads 4-bit blocks as they are and other matrices as one f32 buffer.
-            let binding = if l.dtype.q4_scales().is_some() {
+            let binding = if l.dtype.q4_layout().is_some() {
                 part.length
             } else {
                 (l.rows * l.cols * 4) as u64
@@ -349,9 +350,12 @@ impl Import<'_> {
             && !self.lora.is_some_and(|l| l.adapts(name))
             && self.base.stored_q4(name)?.is_some()
         {
-            // A GGUF Q4_0 / Q4_1 matrix is kept as it is (no second rounding); a LoRA merge
-            // changes the values, so an adapted matrix is quantized afresh.
-            DType::Lq4h
+            // A GGUF Q4_0 / Q4_1 / Q8_0 matrix is kept as it is (no second rounding); a LoRA
+            // merge changes the values, so an adapted matrix is quantized afresh.
+            match self.base.stored_q4(name)?.map(|m| m.layout) {
+                Some(BlockLayout::Q8) => DType::Q80,
+                _ => DType::Lq4h,
+            }
         } else {
             self.o.quant.matrix_dtype(cols)
         };
@@ -380,7 +384,7 @@ impl Import<'_> {
         let (dtype, cols) = (l.dtype, l.cols);
         let len = dtype.bytes_for(p1 - p0, cols) as u64;
         let place = self.w.begin(len)?;
-        let stored = if dtype == DType::Lq4h {
+        let stored = if matches!(dtype, DType::Lq4h | DType::Q80) {
             self.base.stored_q4(name)?
         } else {
             None
@@ -417,15 +421,16 @@ impl Import<'_> {
                     self.w.write(&b)?;
                 }
                 DType::Q8 => q8_blocks.push(Q8Matrix::quantize(b1 - b0, cols, &data)),
-                // Lq4h is chosen only where the source holds the blocks (returned above).
-                DType::Lq4 | DType::Lq4h => {
+                // Lq4h and Q80 are chosen only where the source holds the blocks (returned
+                // above).
+                DType::Lq4 | DType::Lq4h | DType::Q80 => {
                     q4_blocks.push(Q4Matrix::quantize(name, b1 - b0, cols, &data)?)
                 }
             }
             self.bar.inc(data.len() as u64);
             b0 = b1;
         }
-        if dtype.q4_scales().is_some() {
+        if dtype.q4_layout().is_some() {
             let m = Q4Matrix::concat_rows(name, &q4_blocks)?;
             self.w.write(&m.to_bytes())?;
         }

@@ -334,9 +334,9 @@ impl BaseModel {
         })
     }
 
-    /// `name` as the source stores it in 4 bits, when it does: a GGUF Q4_0 / Q4_1 matrix as
-    /// an `lq4h` matrix with the same values (the importer then writes it without rounding
-    /// it again). `None` for every other tensor and source.
+    /// `name` as the source stores it in blocks the engine runs, when it does: a GGUF Q4_0 /
+    /// Q4_1 matrix as an `lq4h` matrix, a Q8_0 one as `q8_0`, the same values (the importer
+    /// then writes it without rounding it again). `None` for every other tensor and source.
     pub fn stored_q4(&self, name: &str) -> Result<Option<std::rc::Rc<Q4Matrix>>> {
         let BaseWeights::Gguf(g) = &self.weights else {
             return Ok(None);

@@ -1,7 +1,7 @@
 //! Independent f64 oracles: straightforward formulas, no shared code with the kernels beyond
 //! LQ4 dequantization of single weights (the format's definition).
 
-use lorekeeper_engine::quant::{Q4Matrix, Scales};
+use lorekeeper_engine::quant::{BlockLayout, Q4Matrix};
 
 /// Dequantizes one LQ4 weight in f64 from the format's definition.
 pub fn q4_weight(w: &Q4Matrix, n: usize, k: usize) -> f64 {
@@ -12,13 +12,13 @@ pub fn q4_weight(w: &Q4Matrix, n: usize, k: usize) -> f64 {
 /// `(s, m)` of group `g` of row `n` in f64 (`w = s·q − m`): LQ4's `d·sc`, `dmin·mn`, or the
 /// f16 pair of an `lq4h` group.
 fn group_scales(w: &Q4Matrix, n: usize, g: usize) -> (f64, f64) {
-    match w.scales {
-        Scales::Row => {
+    match w.layout {
+        BlockLayout::Lq4 => {
             let (d, dmin) = w.row_scales(n);
             let (sc, mn) = w.sub(n, g);
             (d as f64 * sc as f64, dmin as f64 * mn as f64)
         }
-        Scales::Half => {
+        BlockLayout::Lq4h | BlockLayout::Q8 => {
             let (s, m) = w.group_scales(n, g);
             (s as f64, m as f64)
         }

@@ -9,7 +9,7 @@ use lorekeeper_engine::{
     AttnShape, Backend, KvFormat, MatmulKernel, Q4Matrix, RopeShape, Tolerance,
 };
 
-use lorekeeper_engine::quant::Scales;
+use lorekeeper_engine::quant::BlockLayout;
 
 use crate::oracle;
 
@@ -55,18 +55,21 @@ fn e<T: std::fmt::Display>(op: &str) -> impl Fn(T) -> String + '_ {
     move |err| format!("{op}: unexpected error: {err}")
 }
 
+/// Every block layout the matmul and embedding kernels read.
+const LAYOUTS: [BlockLayout; 3] = [BlockLayout::Lq4, BlockLayout::Lq4h, BlockLayout::Q8];
+
 /// A random LQ4 matrix `[n, k]` and its source weights.
 pub fn random_q4(rng: &mut Pcg32, n: usize, k: usize) -> Q4Matrix {
-    random_q4_as(rng, Scales::Row, n, k)
+    random_q4_as(rng, BlockLayout::Lq4, n, k)
 }
 
-/// A random 4-bit matrix `[n, k]` of either layout: LQ4 quantized from Gaussian weights, or
-/// `lq4h` from random GGUF Q4_1 blocks (f16 scale `d > 0`, min `m < 0`, as llama.cpp writes
-/// them, and random codes).
-pub fn random_q4_as(rng: &mut Pcg32, scales: Scales, n: usize, k: usize) -> Q4Matrix {
+/// A random block-quantized matrix `[n, k]` of any layout: LQ4 quantized from Gaussian
+/// weights, `lq4h` from random GGUF Q4_1 blocks (f16 scale `d > 0`, min `m < 0`, as llama.cpp
+/// writes them, and random codes), `q8_0` from random GGUF Q8_0 blocks (all 256 codes).
+pub fn random_q4_as(rng: &mut Pcg32, scales: BlockLayout, n: usize, k: usize) -> Q4Matrix {
     let m = match scales {
-        Scales::Row => Q4Matrix::quantize("random", n, k, &rng.normal_vec(n * k, 0.05)),
-        Scales::Half => {
+        BlockLayout::Lq4 => Q4Matrix::quantize("random", n, k, &rng.normal_vec(n * k, 0.05)),
+        BlockLayout::Lq4h => {
             let mut raw = Vec::with_capacity(n * k / 32 * 20);
             for _ in 0..n * k / 32 {
                 let v = rng.normal_vec(2, 1.0);
@@ -77,6 +80,15 @@ pub fn random_q4_as(rng: &mut Pcg32, scales: Scales, n: usize, k: usize) -> Q4Ma
                 raw.extend((0..16).map(|_| (rng.next_u32() & 0xFF) as u8));
             }
             Q4Matrix::from_ggml_q4_1("random", n, k, &raw)
+        }
+        BlockLayout::Q8 => {
+            let mut raw = Vec::with_capacity(n * k / 32 * 34);
+            for _ in 0..n * k / 32 {
+                let d = half::f16::from_f32(0.0002 + 0.001 * rng.normal_vec(1, 1.0)[0].abs());
+                raw.extend_from_slice(&d.to_bits().to_le_bytes());
+                raw.extend((0..32).map(|_| (rng.next_u32() & 0xFF) as u8));
+            }
+            Q4Matrix::from_ggml_q8_0("random", n, k, &raw)
         }
     };
     // Shapes here are valid by construction; a failure is a bug in the quantizer.
@@ -105,9 +117,9 @@ async fn q4_matmul<B: Backend>(b: &B, seed: u64, kernel: MatmulKernel) -> Check 
     };
     let x = rng.normal_vec(m * k, 1.0);
     let xd = b.upload("x", &x).map_err(e(op))?;
-    // Both layouts: LQ4, and lq4h (GGUF Q4_0 / Q4_1 blocks as imported).
+    // Every layout: LQ4, lq4h (GGUF Q4_0 / Q4_1 blocks as imported), q8_0 (GGUF Q8_0).
     let mut said = Vec::new();
-    for scales in [Scales::Row, Scales::Half] {
+    for scales in LAYOUTS {
         let w = random_q4_as(&mut rng, scales, n, k);
         let wd = b.upload_q4("w", &w).map_err(e(op))?;
         let od = b.alloc("out", m * n).map_err(e(op))?;
@@ -115,7 +127,7 @@ async fn q4_matmul<B: Backend>(b: &B, seed: u64, kernel: MatmulKernel) -> Check 
         let got = b.read(&od, 0, m * n).await.map_err(e(op))?;
         said.push(compare(
             op,
-            format!("{} m={m} n={n} k={k}", w.scales_name()),
+            format!("{} m={m} n={n} k={k}", w.layout_name()),
             bounds::Q4_MATMUL,
             &q4_oracle(b, &x, &w, m),
             &got,
@@ -704,7 +716,7 @@ pub async fn embed_q4<B: Backend>(b: &B, seed: u64) -> Check {
         .map(|_| rng.range(0, vocab - 1) as u32)
         .collect();
     let mut said = Vec::new();
-    for scales in [Scales::Row, Scales::Half] {
+    for scales in LAYOUTS {
         let w = random_q4_as(&mut rng, scales, vocab, cols);
         let wd = b.upload_q4("table", &w).map_err(e(op))?;
         let od = b.alloc("o", tokens * cols).map_err(e(op))?;
@@ -719,7 +731,7 @@ pub async fn embed_q4<B: Backend>(b: &B, seed: u64) -> Check {
             op,
             format!(
                 "{} vocab={vocab} cols={cols} tokens={tokens}",
-                w.scales_name()
+                w.layout_name()
             ),
             bounds::EMBED,
             &want,
@@ -794,12 +806,8 @@ pub async fn q4_blocks<B: Backend>(b: &B, seed: u64) -> Check {
         rng.range(1, 40),
         rng.range(1, 9),
     );
-    // The lq4h layout on odd seeds (LQ4 on even ones); the other ops test both every time.
-    let scales = if seed % 2 == 1 {
-        Scales::Half
-    } else {
-        Scales::Row
-    };
+    // One layout per seed, in turn; the other ops test every layout every time.
+    let scales = LAYOUTS[seed as usize % LAYOUTS.len()];
     let w = random_q4_as(&mut rng, scales, n, k);
     // Random cut points: 2 or 3 blocks of uneven size.
     let c1 = rng.range(1, n - 1);
@@ -826,7 +834,7 @@ pub async fn q4_blocks<B: Backend>(b: &B, seed: u64) -> Check {
             op,
             format!(
                 "{} {kernel:?} m={m} n={n} k={k} blocks={cuts:?}",
-                w.scales_name()
+                w.layout_name()
             ),
             bounds::Q4_MATMUL,
             &q4_oracle(b, &x, &w, m),

@@ -582,7 +582,7 @@ fn footprint_counts_what_a_load_holds() {
         let mut want = 0u64;
         for t in model.tensors.values() {
             let (r, c) = t.matrix_dims();
-            want += if quant == Quant::Q4 && t.dtype.q4_scales().is_some() {
+            want += if quant == Quant::Q4 && t.dtype.q4_layout().is_some() {
                 t.parts.iter().map(|p| p.length).sum::<u64>()
             } else {
                 4 * (r * c) as u64

@@ -157,36 +157,48 @@ fn greedy_matches_llamacpp<B: Backend>(b: &B, format: WeightFormat, near_tie: f3
     println!("[{}] {agreed_total} tokens agreed in total", b.describe());
 }
 
-/// GGUF's own 4-bit blocks, kept (issue 21): every Q4_1 matrix of the real file, seen as the
-/// engine's `lq4h` layout (llama's q/k rows unpermuted as whole rows of blocks), has exactly
-/// the values of the file's f32 dequantization; `index-builder model --quant q4` stores those
-/// 210 matrices so (read back from the bundle, the same values) and rounds only the Q8_0
-/// embedding, which has no 8-bit kernel yet, to LQ4.
+/// GGUF's own blocks, kept (issue 21): every Q4_1 matrix of the real file seen as the engine's
+/// `lq4h` layout (llama's q/k rows unpermuted as whole rows of blocks), and its Q8_0 embedding
+/// as `q8_0`, hold exactly the values of the file's f32 dequantization; `index-builder model
+/// --quant q4` stores the 210 matrices and the embedding so (read back from the bundle, the
+/// same values), and `--quant lq4` requantizes all 211 to LQ4.
 #[test]
-fn q4_1_blocks_are_imported_as_they_are() {
+fn gguf_blocks_are_imported_as_they_are() {
     use lorekeeper_engine::format::bundle::{DType, ModelBundle, Quant};
     use lorekeeper_engine::format::weights::WeightSource;
-    use lorekeeper_engine::quant::Scales;
+    use lorekeeper_engine::quant::BlockLayout;
 
     let path = gguf_path();
     let g = GgufSource::new(Gguf::open(&path).expect("open")).expect("gguf");
     let names = [
-        "model.layers.0.self_attn.q_proj.weight",
-        "model.layers.7.self_attn.k_proj.weight",
-        "model.layers.29.mlp.down_proj.weight",
+        ("model.layers.0.self_attn.q_proj.weight", BlockLayout::Lq4h),
+        ("model.layers.7.self_attn.k_proj.weight", BlockLayout::Lq4h),
+        ("model.layers.29.mlp.down_proj.weight", BlockLayout::Lq4h),
+        ("model.embed_tokens.weight", BlockLayout::Q8),
     ];
+    let dtypes = |dir: &std::path::Path| {
+        let bundle = ModelBundle::open_dir(dir).expect("open bundle");
+        let tensors = &bundle.manifest.model.as_ref().expect("model").tensors;
+        let count = |d: DType| tensors.values().filter(|t| t.dtype == d).count();
+        let counts = [count(DType::Lq4h), count(DType::Q80), count(DType::Lq4)];
+        (bundle, counts)
+    };
     let tmp = tempfile::tempdir().expect("tmp");
-    let o = index_builder::ModelOptions::new(&path, Quant::Q4, tmp.path());
-    index_builder::build_model(&o).expect("import");
-    let bundle = ModelBundle::open_dir(tmp.path()).expect("open bundle");
-    for name in names {
+    for (quant, want) in [(Quant::Q4, [210, 1, 0]), (Quant::Lq4, [0, 0, 211])] {
+        let out = tmp.path().join(quant.name());
+        let o = index_builder::ModelOptions::new(&path, quant, &out);
+        index_builder::build_model(&o).expect("import");
+        assert_eq!(dtypes(&out).1, want, "{quant:?}: lq4h, q8_0, LQ4 tensors");
+    }
+    let (bundle, _) = dtypes(&tmp.path().join("q4"));
+    for (name, layout) in names {
         let want = g.get(name).expect("read").expect("present").data;
-        let parts = g.q4_parts(name).expect("blocks").expect("a Q4_1 matrix");
+        let parts = g.q4_parts(name).expect("blocks").expect("a block matrix");
         assert_eq!(parts.len(), 1, "{name}");
-        assert_eq!(parts[0].1.scales, Scales::Half, "{name}");
-        let from_bundle = bundle.q4_parts(name).expect("bundle").expect("4-bit");
+        assert_eq!(parts[0].1.layout, layout, "{name}");
+        let from_bundle = bundle.q4_parts(name).expect("bundle").expect("blocks");
         assert!(
-            from_bundle.iter().all(|(_, m)| m.scales == Scales::Half),
+            from_bundle.iter().all(|(_, m)| m.layout == layout),
             "{name}"
         );
         let stored = bundle.get(name).expect("read").expect("present").data;
@@ -200,11 +212,6 @@ fn q4_1_blocks_are_imported_as_they_are() {
             }
         }
     }
-    assert!(g
-        .q4_parts("model.embed_tokens.weight")
-        .expect("q8")
-        .is_none());
-    let tensors = &bundle.manifest.model.as_ref().expect("model").tensors;
-    let count = |d: DType| tensors.values().filter(|t| t.dtype == d).count();
-    assert_eq!((count(DType::Lq4h), count(DType::Lq4)), (210, 1));
+    // 1-D tensors are not block matrices.
+    assert!(g.q4_parts("model.norm.weight").expect("norm").is_none());
 }

@@ -50,7 +50,7 @@ pub fn bundle_config(bundle: &ModelBundle) -> Result<(ModelConfig, Tokenizer)> {
 /// and f16 are dequantized at load).
 pub fn bundle_format(m: &Manifest) -> WeightFormat {
     match m.model.as_ref().map(|m| m.quant) {
-        Some(Quant::Q4) => WeightFormat::Q4,
+        Some(Quant::Q4 | Quant::Lq4) => WeightFormat::Q4,
         _ => WeightFormat::F32,
     }
 }
@@ -193,7 +193,7 @@ impl Footprint {
 /// Host bytes of one tensor once loaded: 4-bit (LQ4, lq4h) as stored when the weights stay 4-bit, f32
 /// otherwise (q8 and f16 are dequantized at load).
 fn resident_bytes(t: &TensorEntry, keep_lq4: bool) -> u64 {
-    if keep_lq4 && t.dtype.q4_scales().is_some() {
+    if keep_lq4 && t.dtype.q4_layout().is_some() {
         t.parts.iter().fold(0u64, |a, p| a.saturating_add(p.length))
     } else {
         let (rows, cols) = t.matrix_dims();

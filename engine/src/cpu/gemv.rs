@@ -1,5 +1,5 @@
-//! 4-bit GEMV on the CPU (decode and other few-row matmuls): the activations are rounded to
-//! 8-bit blocks once per call ([`super::q8`]), then every weight row takes integer dot products
+//! 4-bit (and `q8_0`) GEMV on the CPU (decode and other few-row matmuls): the activations are
+//! rounded to 8-bit blocks once per call ([`super::q8`]), then every weight row takes integer dot products
 //! with them ([`super::simd`], the fastest instruction set present), rows spread over the
 //! thread pool in a few contiguous ranges per thread.
 //!
@@ -8,8 +8,8 @@
 
 use super::math::OutPtr;
 use super::q8::{Lq4Row, Q8Rows};
-use super::simd::{lq4_q8, Isa};
-use crate::quant::{Q4Matrix, GROUP};
+use super::simd::{lq4_q8, q8_q8, Isa};
+use crate::quant::{BlockLayout, Q4Matrix, GROUP};
 
 /// Rows per task at least (a task's fixed cost is a few hundred nanoseconds).
 const MIN_ROWS_PER_TASK: usize = 16;
@@ -26,18 +26,41 @@ pub fn q4_gemv_q8(x: &[f32], w: &Q4Matrix, m: usize, out: &mut [f32], stride: us
         x.len() >= m * k
             && off + rows <= stride
             && out.len() >= (m - 1) * stride + off + rows
-            && w.data.len() == w.scales.words(rows, k),
+            && w.data.len() == w.layout.words(rows, k),
         "q4_gemv_q8: shapes were not checked"
     );
     let groups = k / GROUP;
     let mut xq = Q8Rows::default();
-    xq.quantize(x, m, k);
+    if w.layout == BlockLayout::Q8 {
+        xq.quantize_natural(x, m, k);
+    } else {
+        xq.quantize(x, m, k);
+    }
     let xq = &xq;
     let bytes: &[u8] = bytemuck::cast_slice(&w.data);
     let sm = 4 * w.sm_offset();
-    let sb = w.scales.group_bytes() * groups;
+    let sb = w.layout.group_bytes() * groups;
     let isa = Isa::best();
     let base = OutPtr(out.as_mut_ptr());
+    if w.layout == BlockLayout::Q8 {
+        let codes: &[i8] = bytemuck::cast_slice(&bytes[..4 * w.sm_offset()]);
+        let run = |r0: usize, r1: usize| {
+            let mut scratch = vec![0f32; groups];
+            let p = base;
+            for r in r0..r1 {
+                let (c, s) = (
+                    &codes[r * k..(r + 1) * k],
+                    &bytes[sm + sb * r..sm + sb * (r + 1)],
+                );
+                for mi in 0..m {
+                    let v = q8_q8(isa, c, s, xq.row(mi), &mut scratch);
+                    // SAFETY: as below.
+                    unsafe { *p.0.add(mi * stride + off + r) = v };
+                }
+            }
+        };
+        return super::pool::for_ranges(rows, MIN_ROWS_PER_TASK, run);
+    }
     let run = |r0: usize, r1: usize| {
         let mut scratch = vec![0f32; groups];
         let p = base;
@@ -45,7 +68,7 @@ pub fn q4_gemv_q8(x: &[f32], w: &Q4Matrix, m: usize, out: &mut [f32], stride: us
             let row = Lq4Row {
                 codes: &bytes[r * k / 2..(r + 1) * k / 2],
                 subs: &bytes[sm + sb * r..sm + sb * (r + 1)],
-                scales: w.scales,
+                layout: w.layout,
             };
             let (d, dmin) = w.row_scales(r);
             for mi in 0..m {

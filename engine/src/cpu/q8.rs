@@ -15,7 +15,7 @@
 //! `[even of 2p | even of 2p+1 | odd of 2p | odd of 2p+1]` (16 codes each); an unpaired last
 //! block is stored `[even | odd]`. [`Q8Rows::code`] reads element `i` back in natural order.
 
-use crate::quant::{Scales, GROUP};
+use crate::quant::{BlockLayout, GROUP};
 
 /// `m` rows of `k` activations as 8-bit blocks (see the module documentation).
 #[derive(Clone, Debug, Default)]
@@ -30,6 +30,9 @@ pub struct Q8Rows {
     pub d: Vec<f32>,
     /// Exact block sums, `[m][k / 32]`.
     pub sum: Vec<f32>,
+    /// Codes in natural order (block `b`'s element `i` at `32b + i`), for the 8-bit weights'
+    /// dot products, instead of the paired order the 4-bit ones read.
+    pub natural: bool,
 }
 
 /// Rounds `|r| <= 2²²` to the nearest integer, ties to even, without a libm call: adding and
@@ -53,12 +56,30 @@ pub fn position(b: usize, blocks: usize, i: usize) -> usize {
 }
 
 impl Q8Rows {
-    /// Quantizes `x` (`[m][k]`, `k % 32 == 0`) into these buffers, reusing their capacity.
+    /// Quantizes `x` (`[m][k]`, `k % 32 == 0`) into these buffers in the paired order the
+    /// 4-bit dot products read, reusing their capacity.
     pub fn quantize(&mut self, x: &[f32], m: usize, k: usize) {
+        self.fill(x, m, k, false);
+    }
+
+    /// As [`Self::quantize`], the codes in natural order (for `q8_0` weights).
+    pub fn quantize_natural(&mut self, x: &[f32], m: usize, k: usize) {
+        self.fill(x, m, k, true);
+    }
+
+    fn fill(&mut self, x: &[f32], m: usize, k: usize, natural: bool) {
         debug_assert!(k.is_multiple_of(GROUP) && x.len() >= m * k);
         let blocks = k / GROUP;
         self.k = k;
         self.m = m;
+        self.natural = natural;
+        let at = |b: usize, i: usize| {
+            if natural {
+                b * GROUP + i
+            } else {
+                position(b, blocks, i)
+            }
+        };
         self.qs.clear();
         self.qs.resize(m * k, 0);
         self.d.clear();
@@ -74,7 +95,7 @@ impl Q8Rows {
                 let id = if d > 0.0 { 1.0 / d } else { 0.0 };
                 let mut s = [0f32; 8];
                 for (i, &v) in xb.iter().enumerate() {
-                    qs[position(b, blocks, i)] = round_ties_even(v * id) as i8;
+                    qs[at(b, i)] = round_ties_even(v * id) as i8;
                     s[i % 8] += v;
                 }
                 self.d[mi * blocks + b] = d;
@@ -87,7 +108,12 @@ impl Q8Rows {
     /// Code of element `i` (natural order) of row `mi`.
     pub fn code(&self, mi: usize, i: usize) -> i8 {
         let blocks = self.k / GROUP;
-        self.qs[mi * self.k + position(i / GROUP, blocks, i % GROUP)]
+        let p = if self.natural {
+            i
+        } else {
+            position(i / GROUP, blocks, i % GROUP)
+        };
+        self.qs[mi * self.k + p]
     }
 
     /// Row `mi`'s codes, scales and sums.
@@ -120,10 +146,10 @@ pub struct Lq4Row<'a> {
     /// `32g + 2j + 1` in its high nibble.
     pub codes: &'a [u8],
     /// Per group `(sub-scale, sub-min)` bytes (LQ4: `2·K / 32` bytes) or an f16 `(s, m)` pair
-    /// (`lq4h`: `4·K / 32` bytes), as `scales` says.
+    /// (`lq4h`: `4·K / 32` bytes), as `layout` says.
     pub subs: &'a [u8],
-    /// Which of the two `subs` holds.
-    pub scales: Scales,
+    /// Which of the two `subs` holds ([`BlockLayout::Lq4`] or [`BlockLayout::Lq4h`]).
+    pub layout: BlockLayout,
 }
 
 #[cfg(test)]

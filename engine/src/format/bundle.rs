@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{EngineError, Result};
 use crate::format::weights::{HostTensor, WeightSource};
-use crate::quant::{Q4Matrix, Q8Matrix, Scales, GROUP};
+use crate::quant::{BlockLayout, Q4Matrix, Q8Matrix, GROUP};
 
 /// The manifest's file name.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -89,9 +89,13 @@ pub enum DType {
     Q8,
     /// [`Q4Matrix`] words (LQ4).
     Lq4,
-    /// [`Q4Matrix`] words with an f16 scale and min per group ([`Scales::Half`]): GGUF Q4_0 and
+    /// [`Q4Matrix`] words with an f16 scale and min per group ([`BlockLayout::Lq4h`]): GGUF Q4_0 and
     /// Q4_1 tensors as the user brought them.
     Lq4h,
+    /// [`Q4Matrix`] words of 8-bit codes with an f16 scale per group ([`BlockLayout::Q8`]):
+    /// GGUF Q8_0 tensors as the user brought them.
+    #[serde(rename = "q8_0")]
+    Q80,
 }
 
 impl DType {
@@ -102,15 +106,17 @@ impl DType {
             DType::F16 => 2 * rows * cols,
             DType::Q8 => Q8Matrix::bytes_for(rows, cols),
             DType::Lq4 => 4 * Q4Matrix::words_for(rows, cols),
-            DType::Lq4h => 4 * Scales::Half.words(rows, cols),
+            DType::Lq4h => 4 * BlockLayout::Lq4h.words(rows, cols),
+            DType::Q80 => 4 * BlockLayout::Q8.words(rows, cols),
         }
     }
 
     /// The 4-bit layout this dtype stores, if it is one.
-    pub fn q4_scales(self) -> Option<Scales> {
+    pub fn q4_layout(self) -> Option<BlockLayout> {
         match self {
-            DType::Lq4 => Some(Scales::Row),
-            DType::Lq4h => Some(Scales::Half),
+            DType::Lq4 => Some(BlockLayout::Lq4),
+            DType::Lq4h => Some(BlockLayout::Lq4h),
+            DType::Q80 => Some(BlockLayout::Q8),
             _ => None,
         }
     }
@@ -120,8 +126,11 @@ impl DType {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Quant {
-    /// LQ4 matrices, f32 norms.
+    /// 4-bit matrices, f32 norms: a GGUF's own Q4_0 / Q4_1 / Q8_0 blocks kept (`lq4h`,
+    /// `q8_0`), everything else LQ4.
     Q4,
+    /// LQ4 matrices, GGUF blocks requantized too (the smaller format), f32 norms.
+    Lq4,
     /// 8-bit matrices (dequantized at load), f32 norms.
     Q8,
     /// f16 matrices, f32 norms.
@@ -135,8 +144,8 @@ impl Quant {
     /// `cols % 32 == 0`; other matrices fall back to q8.
     pub fn matrix_dtype(self, cols: usize) -> DType {
         match self {
-            Quant::Q4 if cols.is_multiple_of(GROUP) => DType::Lq4,
-            Quant::Q4 | Quant::Q8 => DType::Q8,
+            Quant::Q4 | Quant::Lq4 if cols.is_multiple_of(GROUP) => DType::Lq4,
+            Quant::Q4 | Quant::Lq4 | Quant::Q8 => DType::Q8,
             Quant::F16 => DType::F16,
             Quant::F32 => DType::F32,
         }
@@ -146,6 +155,7 @@ impl Quant {
     pub fn name(self) -> &'static str {
         match self {
             Quant::Q4 => "q4",
+            Quant::Lq4 => "lq4",
             Quant::Q8 => "q8",
             Quant::F16 => "f16",
             Quant::F32 => "f32",
@@ -436,7 +446,7 @@ impl Manifest {
             if rows == 0 || cols == 0 {
                 return Err(bad(format!("unsupported shape {:?}", t.shape)));
             }
-            if t.dtype.q4_scales().is_some() && !cols.is_multiple_of(GROUP) {
+            if t.dtype.q4_layout().is_some() && !cols.is_multiple_of(GROUP) {
                 return Err(bad(format!(
                     "4-bit weights need columns divisible by {GROUP}"
                 )));
@@ -616,8 +626,8 @@ impl WeightSource for ShardedTensors {
                         .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32()),
                 ),
                 DType::Q8 => data.extend(Q8Matrix::dequantize_bytes(name, rows, cols, b)?),
-                DType::Lq4 | DType::Lq4h => {
-                    let scales = t.dtype.q4_scales().unwrap_or_default();
+                DType::Lq4 | DType::Lq4h | DType::Q80 => {
+                    let scales = t.dtype.q4_layout().unwrap_or_default();
                     data.extend(Q4Matrix::from_bytes(name, scales, rows, cols, b)?.dequantize())
                 }
             }
@@ -632,7 +642,7 @@ impl WeightSource for ShardedTensors {
         let Some(t) = self.tensor(name) else {
             return Ok(None);
         };
-        let Some(scales) = t.dtype.q4_scales() else {
+        let Some(scales) = t.dtype.q4_layout() else {
             return Ok(None);
         };
         let (_, cols) = t.matrix_dims();

@@ -262,15 +262,16 @@ impl WeightSource for GgufSource {
         self.gguf.source.clone()
     }
 
-    /// Q4_0 and Q4_1 matrices as the file holds them (`lq4h`, the same values; llama's q/k
-    /// rows unpermuted as whole rows of blocks); other types are read through [`Self::get`].
+    /// Q4_0, Q4_1 and Q8_0 matrices as the file holds them (`lq4h` and `q8_0`, the same
+    /// values; llama's q/k rows unpermuted as whole rows of blocks); other types are read
+    /// through [`Self::get`].
     fn q4_parts(&self, name: &str) -> Result<Option<Vec<(usize, crate::quant::Q4Matrix)>>> {
         use crate::quant::Q4Matrix;
         let Some(info) = Self::gguf_name(name).and_then(|g| self.gguf.tensor(&g)) else {
             return Ok(None);
         };
         let (ty, raw) = self.gguf.raw(info)?;
-        if info.dims.len() != 2 || !matches!(ty, GgmlType::Q4_0 | GgmlType::Q4_1) {
+        if info.dims.len() != 2 || !matches!(ty, GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0) {
             return Ok(None);
         }
         let (rows, cols) = (info.dims[1] as usize, info.dims[0] as usize);
@@ -284,10 +285,10 @@ impl WeightSource for GgufSource {
             Some(_) => return Ok(None),
             None => std::borrow::Cow::Borrowed(raw),
         };
-        let m = if ty == GgmlType::Q4_1 {
-            Q4Matrix::from_ggml_q4_1(&what, rows, cols, &raw)?
-        } else {
-            Q4Matrix::from_ggml_q4_0(&what, rows, cols, &raw)?
+        let m = match ty {
+            GgmlType::Q4_1 => Q4Matrix::from_ggml_q4_1(&what, rows, cols, &raw)?,
+            GgmlType::Q8_0 => Q4Matrix::from_ggml_q8_0(&what, rows, cols, &raw)?,
+            _ => Q4Matrix::from_ggml_q4_0(&what, rows, cols, &raw)?,
         };
         Ok(Some(vec![(0, m)]))
     }

@@ -62,7 +62,11 @@ impl Backend for GpuContext {
             cols: m.cols,
             sm_off: m.sm_offset(),
             rows_off: m.rows_offset(),
-            half: m.scales == crate::quant::Scales::Half,
+            kind: match m.layout {
+                crate::quant::BlockLayout::Lq4 => 0,
+                crate::quant::BlockLayout::Lq4h => 1,
+                crate::quant::BlockLayout::Q8 => GpuQ4::Q8,
+            },
         })
     }
 

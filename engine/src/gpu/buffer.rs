@@ -30,6 +30,11 @@ pub struct GpuQ4 {
     pub sm_off: usize,
     /// Word offset of the row-scale section.
     pub rows_off: usize,
-    /// `lq4h`: an f16 `(s, m)` word per group, no row section ([`crate::quant::Scales::Half`]).
-    pub half: bool,
+    /// The layout as the kernels' `kind`: 0 LQ4, 1 `lq4h`, 2 `q8_0` ([`GpuQ4::Q8`]).
+    pub kind: u32,
+}
+
+impl GpuQ4 {
+    /// `kind` of a `q8_0` matrix (8-bit codes: its own GEMV kernel).
+    pub const Q8: u32 = 2;
 }

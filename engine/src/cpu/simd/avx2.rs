@@ -123,3 +123,97 @@ fn hsum(v: __m256) -> f32 {
     let s = _mm_add_ss(s, _mm_shuffle_ps::<1>(s, s));
     _mm_cvtss_f32(s)
 }
+
+/// `Σ_g scales[g]·Σ_i w_i·x_i` for a `q8_0` row (signed codes, natural order; see
+/// [`super::q8_q8`]), as llama.cpp's Q8_0 × Q8_0: `vpsignb` moves the weights' signs onto the
+/// activations so `vpmaddubsw` can take `|w|` as its unsigned operand (pairs at most
+/// 2·128·127 < 2¹⁵), `vpmaddwd` widens to i32, and one FMA per group applies its scale.
+///
+/// # Safety
+/// AVX2 and FMA present; `codes` and `x.qs` 32·G bytes, `scales` at least G floats.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn q8_dot(codes: &[i8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
+    let groups = x.d.len();
+    // SAFETY: group g reads codes[32g..32g+32] and qs[32g..32g+32], g < G.
+    unsafe {
+        let ones = _mm256_set1_epi16(1);
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let block = |g: usize| -> __m256 {
+            let w = _mm256_loadu_si256(codes.as_ptr().add(32 * g) as *const __m256i);
+            let v = _mm256_loadu_si256(x.qs.as_ptr().add(32 * g) as *const __m256i);
+            let aw = _mm256_sign_epi8(w, w);
+            let sv = _mm256_sign_epi8(v, w);
+            _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(aw, sv), ones))
+        };
+        let mut g = 0;
+        while g + 2 <= groups {
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(scales[g]), block(g), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(scales[g + 1]), block(g + 1), acc1);
+            g += 2;
+        }
+        if g < groups {
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(scales[g]), block(g), acc0);
+        }
+        hsum(_mm256_add_ps(acc0, acc1))
+    }
+}
+
+/// The per-group pre-pass of `lq4h` and `q8_0` rows (see [`super::half_scales`]), eight groups
+/// a step: `scratch[g] = s_g·dx_g`, returns `Σ_g m_g·Σx_g`. The f16 → f32 conversion is the
+/// scalar form's ([`super::f16_to_f32`]), lane-wise, so both give the same bits.
+///
+/// # Safety
+/// AVX2 and FMA present; `subs` 4·G bytes, `scratch` at least G floats (G = `x.d.len()`).
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn half_scales(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
+    let groups = x.d.len();
+    // SAFETY: step g reads subs[4g..4g+32], d/sum[g..g+8] and writes scratch[g..g+8] only
+    // while g + 8 <= G.
+    unsafe {
+        let mut acc = _mm256_setzero_ps();
+        let low = _mm256_set1_epi32(0xFFFF);
+        let mut g = 0;
+        while g + 8 <= groups {
+            let v = _mm256_loadu_si256(subs.as_ptr().add(4 * g) as *const __m256i);
+            let s = f16x8(_mm256_and_si256(v, low));
+            let m = f16x8(_mm256_srli_epi32::<16>(v));
+            let dx = _mm256_loadu_ps(x.d.as_ptr().add(g));
+            let sx = _mm256_loadu_ps(x.sum.as_ptr().add(g));
+            _mm256_storeu_ps(scratch.as_mut_ptr().add(g), _mm256_mul_ps(s, dx));
+            acc = _mm256_fmadd_ps(m, sx, acc);
+            g += 8;
+        }
+        let mut acc_m = hsum(acc);
+        while g < groups {
+            let w = u32::from_le_bytes([
+                subs[4 * g],
+                subs[4 * g + 1],
+                subs[4 * g + 2],
+                subs[4 * g + 3],
+            ]);
+            scratch[g] = super::f16_to_f32(w as u16) * x.d[g];
+            acc_m += super::f16_to_f32((w >> 16) as u16) * x.sum[g];
+            g += 1;
+        }
+        acc_m
+    }
+}
+
+/// Eight halves (the low 16 bits of each lane) as floats, as [`super::f16_to_f32`].
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn f16x8(h: __m256i) -> __m256 {
+    let em = _mm256_and_si256(h, _mm256_set1_epi32(0x7FFF));
+    let sign = _mm256_slli_epi32::<16>(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)));
+    let scaled = _mm256_mul_ps(
+        _mm256_castsi256_ps(_mm256_slli_epi32::<13>(em)),
+        _mm256_castsi256_ps(_mm256_set1_epi32(0x7780_0000)),
+    );
+    let special = _mm256_or_si256(
+        _mm256_set1_epi32(0x7F80_0000),
+        _mm256_slli_epi32::<13>(_mm256_and_si256(em, _mm256_set1_epi32(0x03FF))),
+    );
+    let is_special = _mm256_cmpgt_epi32(em, _mm256_set1_epi32(0x7BFF));
+    let bits = _mm256_blendv_epi8(_mm256_castps_si256(scaled), special, is_special);
+    _mm256_castsi256_ps(_mm256_or_si256(bits, sign))
+}

@@ -15,7 +15,7 @@
 //! then each ISA's `codes_dot` (the second half of its LQ4 form) does the integer work.
 
 use super::q8::{Lq4Row, Q8Row};
-use crate::quant::Scales;
+use crate::quant::BlockLayout;
 
 pub mod scalar;
 
@@ -97,13 +97,13 @@ pub fn lq4_q8(isa: Isa, w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f3
     // because the SIMD forms read through raw pointers.
     assert!(
         w.codes.len() == 16 * groups
-            && w.subs.len() == w.scales.group_bytes() * groups
+            && w.subs.len() == w.layout.group_bytes() * groups
             && x.qs.len() == 32 * groups
             && x.sum.len() == groups
             && scratch.len() >= groups,
         "lq4_q8: row slices disagree on the group count {groups}"
     );
-    if w.scales == Scales::Half {
+    if w.layout != BlockLayout::Lq4 {
         let acc_m = half_scales(w.subs, x, scratch);
         let acc_q = match isa {
             #[cfg(target_arch = "x86_64")]
@@ -139,18 +139,79 @@ pub fn lq4_q8(isa: Isa, w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f3
     }
 }
 
-/// The `lq4h` pre-pass: `scratch[g] = s_g·dx_g` and the returned `Σ_g m_g·Σx_g`, from the
-/// f16 `(s, m)` pairs in `subs` (4 bytes per group).
+/// `Σ_g (s_g·dx_g·Σ_i q_i·qx_i − m_g·Σx_g)` for one `q8_0` weight row (signed codes in natural
+/// order, f16 `(s, m)` per group, `m` = 0 for GGUF's Q8_0) and an activation row quantized in
+/// natural order ([`super::q8::Q8Rows::quantize_natural`]). `scratch` must hold `K / 32`
+/// floats. The integer products are exact (at most 32·128·127 per group).
+#[inline]
+pub fn q8_q8(isa: Isa, codes: &[i8], subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
+    let groups = x.d.len();
+    assert!(
+        codes.len() == 32 * groups
+            && subs.len() == 4 * groups
+            && x.qs.len() == 32 * groups
+            && x.sum.len() == groups
+            && scratch.len() >= groups,
+        "q8_q8: row slices disagree on the group count {groups}"
+    );
+    let acc_m = half_scales(subs, x, scratch);
+    let acc_q = match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma") =>
+        {
+            // SAFETY: AVX2 and FMA were detected at run time; the lengths are checked above.
+            unsafe { avx2::q8_dot(codes, x, scratch) }
+        }
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => neon::q8_dot(codes, x, scratch),
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Isa::Simd128 => simd128::q8_dot(codes, x, scratch),
+        _ => scalar::q8_dot(codes, x, scratch),
+    };
+    acc_q - acc_m
+}
+
+/// The per-group pre-pass of `lq4h` and `q8_0` rows: `scratch[g] = s_g·dx_g` and the
+/// returned `Σ_g m_g·Σx_g`, from the f16 `(s, m)` pairs in `subs` (4 bytes per group).
 #[inline]
 fn half_scales(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if Isa::best() == Isa::Avx2 {
+        // SAFETY: `best` is AVX2 only where AVX2 and FMA were detected; the callers checked
+        // subs (4·G bytes) and scratch (≥ G) against G = x.d.len().
+        return unsafe { avx2::half_scales(subs, x, scratch) };
+    }
+    half_scales_scalar(subs, x, scratch)
+}
+
+/// The portable form of [`half_scales`] (the reference of the AVX2 one).
+fn half_scales_scalar(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
     let mut acc_m = 0f32;
     for (g, (pair, s)) in subs.chunks_exact(4).zip(scratch.iter_mut()).enumerate() {
-        let sc = half::f16::from_bits(u16::from_le_bytes([pair[0], pair[1]])).to_f32();
-        let mn = half::f16::from_bits(u16::from_le_bytes([pair[2], pair[3]])).to_f32();
-        *s = sc * x.d[g];
-        acc_m += mn * x.sum[g];
+        let w = u32::from_le_bytes([pair[0], pair[1], pair[2], pair[3]]);
+        *s = f16_to_f32(w as u16) * x.d[g];
+        acc_m += f16_to_f32((w >> 16) as u16) * x.sum[g];
     }
     acc_m
+}
+
+/// IEEE half to single precision, exactly, in a few integer and one float operation (the
+/// pre-pass runs once per group of every row, so a library call per value would cost as much
+/// as the group's dot product): the exponent and mantissa moved into place and rescaled by
+/// 2¹¹² (normal and subnormal halves alike); infinities and NaNs mapped apart.
+#[inline(always)]
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h & 0x8000) as u32) << 16;
+    let em = (h & 0x7FFF) as u32;
+    let v = if em >= 0x7C00 {
+        // Inf / NaN: all-ones exponent, the mantissa kept.
+        0x7F80_0000 | ((em & 0x03FF) << 13)
+    } else {
+        (f32::from_bits(em << 13) * f32::from_bits(0x7780_0000)).to_bits()
+    };
+    f32::from_bits(v | sign)
 }
 
 #[cfg(test)]
@@ -180,7 +241,7 @@ mod tests {
                 let row = Lq4Row {
                     codes: &bytes[r * k / 2..(r + 1) * k / 2],
                     subs: &bytes[sm + r * 2 * groups..sm + (r + 1) * 2 * groups],
-                    scales: Scales::Row,
+                    layout: BlockLayout::Lq4,
                 };
                 // f64 oracle over the same integers; f32 accumulation over G terms errs by at
                 // most ~G·2⁻²⁴ of the terms' absolute sum, bounded here by 1e-5 of it.
@@ -240,7 +301,7 @@ mod tests {
                 let row = Lq4Row {
                     codes: &bytes[r * k / 2..(r + 1) * k / 2],
                     subs: &bytes[sm + r * 4 * groups..sm + (r + 1) * 4 * groups],
-                    scales: Scales::Half,
+                    layout: BlockLayout::Lq4h,
                 };
                 let (mut want, mut abs) = (0f64, 0f64);
                 for g in 0..groups {
@@ -258,6 +319,110 @@ mod tests {
                     let got = q as f64 - m as f64;
                     assert!(
                         (got - want).abs() <= 1e-5 * abs,
+                        "{} groups {groups} row {r}: {got} vs f64 {want}",
+                        isa.name()
+                    );
+                }
+            }
+        }
+    }
+
+    /// The fast half conversion equals the `half` crate's for every one of the 65,536 values
+    /// (NaNs: NaN).
+    #[test]
+    fn f16_conversion_is_exact() {
+        for h in 0..=u16::MAX {
+            let (got, want) = (f16_to_f32(h), half::f16::from_bits(h).to_f32());
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{h:#06x}: {got} vs {want}"
+            );
+        }
+    }
+
+    /// The AVX2 pre-pass gives the scalar one's scales bit for bit (the same conversion, one
+    /// multiply each) and its min term within f32 summation order, on group counts below,
+    /// at and above its 8-wide step, with every kind of half (zeros, subnormals, normals).
+    #[test]
+    fn half_scale_passes_agree() {
+        let mut rng = Pcg32::new(5);
+        for groups in [1usize, 7, 8, 9, 16, 17, 48] {
+            let subs: Vec<u8> = (0..groups * 4)
+                .map(|_| (rng.next_u32() & 0xFF) as u8)
+                .collect();
+            let subs: Vec<u8> = subs
+                .chunks_exact(2)
+                .flat_map(|c| {
+                    // Keep halves finite (exponent below all-ones) so sums stay comparable.
+                    let h = u16::from_le_bytes([c[0], c[1]]) & 0xFBFF;
+                    h.to_le_bytes()
+                })
+                .collect();
+            let xf = rng.normal_vec(32 * groups, 1.0);
+            let mut xq = Q8Rows::default();
+            xq.quantize(&xf, 1, 32 * groups);
+            let (mut a, mut b) = (vec![0f32; groups], vec![0f32; groups]);
+            let ma = half_scales_scalar(&subs, xq.row(0), &mut a);
+            let mb = half_scales(&subs, xq.row(0), &mut b);
+            assert_eq!(a, b, "groups {groups}");
+            let abs: f32 = (0..groups)
+                .map(|g| {
+                    (f16_to_f32(u16::from_le_bytes([subs[4 * g + 2], subs[4 * g + 3]])) * xq.sum[g])
+                        .abs()
+                })
+                .sum();
+            assert!(
+                (ma - mb).abs() <= 1e-5 * abs.max(1e-30),
+                "groups {groups}: {ma} vs {mb}"
+            );
+        }
+    }
+
+    /// `q8_0` rows on every ISA against an f64 evaluation of the same integers and scales
+    /// (random codes over the whole signed range), on odd and even group counts.
+    #[test]
+    fn every_isa_matches_f64_on_q8_rows() {
+        let mut rng = Pcg32::new(13);
+        for groups in [1usize, 2, 3, 7, 8, 9, 17, 18, 48, 49] {
+            let (rows, k) = (3, 32 * groups);
+            let raw: Vec<u8> = (0..rows * groups)
+                .flat_map(|_| {
+                    let d = half::f16::from_f32(0.001 + 0.002 * rng.normal_vec(1, 1.0)[0].abs());
+                    let mut b = d.to_bits().to_le_bytes().to_vec();
+                    b.extend((0..32).map(|_| (rng.next_u32() & 0xFF) as u8));
+                    b
+                })
+                .collect();
+            let w = Q4Matrix::from_ggml_q8_0("w", rows, k, &raw).expect("convert");
+            let xf = rng.normal_vec(k, 1.0);
+            let mut xq = Q8Rows::default();
+            xq.quantize_natural(&xf, 1, k);
+            let bytes: &[u8] = bytemuck::cast_slice(&w.data);
+            let codes: &[i8] = bytemuck::cast_slice(&bytes[..rows * k]);
+            let sm = 4 * w.sm_offset();
+            let mut scratch = vec![0f32; groups];
+            for r in 0..rows {
+                let (mut want, mut abs) = (0f64, 0f64);
+                for g in 0..groups {
+                    let (s, _) = w.group_scales(r, g);
+                    let isum: i64 = (0..32)
+                        .map(|i| w.code(r, 32 * g + i) as i64 * xq.code(0, 32 * g + i) as i64)
+                        .sum();
+                    let t = s as f64 * xq.d[g] as f64 * isum as f64;
+                    want += t;
+                    abs += t.abs();
+                }
+                let subs = &bytes[sm + 4 * groups * r..sm + 4 * groups * (r + 1)];
+                for isa in Isa::available() {
+                    let got = q8_q8(
+                        isa,
+                        &codes[r * k..(r + 1) * k],
+                        subs,
+                        xq.row(0),
+                        &mut scratch,
+                    );
+                    assert!(
+                        (got as f64 - want).abs() <= 1e-5 * abs,
                         "{} groups {groups} row {r}: {got} vs f64 {want}",
                         isa.name()
                     );

@@ -43,3 +43,34 @@ pub fn codes_dot(codes: &[u8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
     }
     acc_q
 }
+
+/// `Σ_g scales[g]·Σ_i w_i·x_i` for a `q8_0` row (signed codes, natural order; see
+/// [`super::q8_q8`]): widening products into i16 (two per lane at most, 2·128·127 < 2¹⁵), then
+/// pairwise widening adds to i32.
+pub fn q8_dot(codes: &[i8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
+    let mut acc = 0f32;
+    for ((w, v), &scale) in codes
+        .chunks_exact(32)
+        .zip(x.qs.chunks_exact(32))
+        .zip(scales)
+    {
+        // SAFETY: each load reads 16 bytes from a slice of exactly 32.
+        let isum = unsafe {
+            let (w0, w1) = (vld1q_s8(w.as_ptr()), vld1q_s8(w.as_ptr().add(16)));
+            let (v0, v1) = (vld1q_s8(v.as_ptr()), vld1q_s8(v.as_ptr().add(16)));
+            let p0 = vmlal_s8(
+                vmull_s8(vget_low_s8(w0), vget_low_s8(v0)),
+                vget_high_s8(w0),
+                vget_high_s8(v0),
+            );
+            let p1 = vmlal_s8(
+                vmull_s8(vget_low_s8(w1), vget_low_s8(v1)),
+                vget_high_s8(w1),
+                vget_high_s8(v1),
+            );
+            vaddvq_s32(vaddq_s32(vpaddlq_s16(p0), vpaddlq_s16(p1)))
+        };
+        acc += scale * isum as f32;
+    }
+    acc
+}

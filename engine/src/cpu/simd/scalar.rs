@@ -48,3 +48,18 @@ pub(crate) fn q8_halves(qs: &[i8], g: usize, groups: usize) -> (&[i8], &[i8]) {
         (&qs[base..base + 16], &qs[base + 32..base + 48])
     }
 }
+
+/// `Σ_g scales[g]·Σ_i w_i·x_i` for a `q8_0` row: signed weight codes and activation codes, both
+/// in natural order (see [`super::q8_q8`]).
+pub fn q8_dot(codes: &[i8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
+    let mut acc = 0f32;
+    for ((w, xq), &scale) in codes
+        .chunks_exact(32)
+        .zip(x.qs.chunks_exact(32))
+        .zip(scales)
+    {
+        let isum: i32 = w.iter().zip(xq).map(|(&a, &b)| a as i32 * b as i32).sum();
+        acc += scale * isum as f32;
+    }
+    acc
+}

@@ -56,3 +56,37 @@ pub fn codes_dot(codes: &[u8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
         + f32x4_extract_lane::<2>(acc)
         + f32x4_extract_lane::<3>(acc)
 }
+
+/// `Σ_g scales[g]·Σ_i w_i·x_i` for a `q8_0` row (signed codes, natural order; see
+/// [`super::q8_q8`]): codes widened to i16 and multiplied pairwise into i32 lanes by
+/// `i32x4.dot_i16x8_s`, each group's lanes scaled into an f32x4 accumulator.
+pub fn q8_dot(codes: &[i8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
+    let mut acc = f32x4_splat(0.0);
+    for ((w, v), &scale) in codes
+        .chunks_exact(32)
+        .zip(x.qs.chunks_exact(32))
+        .zip(scales)
+    {
+        // SAFETY: each load reads 16 bytes from a slice of exactly 32.
+        let (w0, w1, v0, v1) = unsafe {
+            (
+                v128_load(w.as_ptr() as *const v128),
+                v128_load(w.as_ptr().add(16) as *const v128),
+                v128_load(v.as_ptr() as *const v128),
+                v128_load(v.as_ptr().add(16) as *const v128),
+            )
+        };
+        let dot = |a: v128, b: v128| {
+            i32x4_add(
+                i32x4_dot_i16x8(i16x8_extend_low_i8x16(a), i16x8_extend_low_i8x16(b)),
+                i32x4_dot_i16x8(i16x8_extend_high_i8x16(a), i16x8_extend_high_i8x16(b)),
+            )
+        };
+        let s = i32x4_add(dot(w0, v0), dot(w1, v1));
+        acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(scale)));
+    }
+    f32x4_extract_lane::<0>(acc)
+        + f32x4_extract_lane::<1>(acc)
+        + f32x4_extract_lane::<2>(acc)
+        + f32x4_extract_lane::<3>(acc)
+}

@@ -17,7 +17,7 @@ struct Params {
     sm_off: u32,
     rows_off: u32,
     row0: u32,
-    half: u32,
+    kind: u32,
     _p: u32,
 }
 
@@ -39,7 +39,7 @@ pub(crate) fn dispatch(
         sm_off: w.sm_off as u32,
         rows_off: w.rows_off as u32,
         row0: row0 as u32,
-        half: w.half as u32,
+        kind: w.kind,
         _p: 0,
     };
     ctx.dispatch(

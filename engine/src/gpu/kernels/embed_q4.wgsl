@@ -1,4 +1,4 @@
-// Embedding gather from a 4-bit (LQ4 or lq4h) table: out[t][k] = dequant(W[ids[t]][k]).
+// Embedding gather from a 4-bit (LQ4, lq4h) or 8-bit (q8_0) table: out[t][k] = dequant(W[ids[t]][k]).
 // One thread per output element (2-D grid). Prelude: common.wgsl.
 
 struct Params {
@@ -8,7 +8,7 @@ struct Params {
     sm_off: u32,
     rows_off: u32,
     row0: u32,       // vocabulary id of the table's first row
-    half: u32,       // 1: lq4h (one f16 (s, m) word per group at sm_off, no row section)
+    kind: u32,       // 0: LQ4; 1: lq4h, 2: q8_0 (one f16 (s, m) word per group at sm_off, no row section)
     _p2: u32,
 }
 
@@ -34,7 +34,13 @@ fn main(gid: Ids) {
     let row = id - p.row0;
     let g = k / 32u;
     let q = (w[row * (p.cols / 8u) + k / 8u] >> (4u * (k % 8u))) & 15u;
-    if (p.half != 0u) {
+    if (p.kind == 2u) {
+        let v = w[(row * p.cols + k) / 4u] << (24u - 8u * (k % 4u));
+        let sm = unpack2x16float(w[p.sm_off + row * (p.cols / 32u) + g]);
+        out[i] = sm.x * f32(bitcast<i32>(v) >> 24u) - sm.y;
+        return;
+    }
+    if (p.kind != 0u) {
         let sm = unpack2x16float(w[p.sm_off + row * (p.cols / 32u) + g]);
         out[i] = sm.x * f32(q) - sm.y;
         return;

@@ -1,4 +1,4 @@
-// 4-bit (LQ4 or lq4h) matrix-matrix product for prefill: out[m][n] = sum_k x[m][k] * W[n][k].
+// 4-bit (LQ4, lq4h) and 8-bit (q8_0) matrix-matrix product for prefill: out[m][n] = sum_k x[m][k] * W[n][k].
 // Tiled: each workgroup computes a BM x BN output tile, stepping through K one LQ4 group
 // (32 weights) at a time; the X tile and the dequantized W tile are staged in workgroup
 // memory and every thread accumulates a TM x TN register tile.
@@ -14,11 +14,11 @@ struct Params {
     m: u32,          // activation rows
     n: u32,          // output features
     k: u32,          // input features, multiple of 32
-    sm_off: u32,     // word offset of the sub-scale/min bytes in `w`
+    sm_off: u32,     // word offset of the sub-scale/min bytes (or (s, m) words) in `w`
     rows_off: u32,   // word offset of the per-row (d, dmin) pairs in `w`
     out_stride: u32, // elements between rows of `out`
     out_off: u32,    // element offset of out[0][0]
-    half: u32,       // 1: lq4h (one f16 (s, m) word per group at sm_off, no row section)
+    kind: u32,       // 0: LQ4; 1: lq4h, 2: q8_0 (one f16 (s, m) word per group at sm_off, no row section)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -66,7 +66,7 @@ fn main(
         let nrow = n0 + r;
         var s = 0.0;
         var mm = 0.0;
-        if (nrow < p.n && p.half != 0u) {
+        if (nrow < p.n && p.kind != 0u) {
             let sm = unpack2x16float(w[p.sm_off + nrow * groups + g]);
             s = sm.x;
             mm = sm.y;
@@ -76,14 +76,28 @@ fn main(
             s = bitcast<f32>(w[p.rows_off + 2u * nrow]) * f32(smw & 0xFFu);
             mm = bitcast<f32>(w[p.rows_off + 2u * nrow + 1u]) * f32((smw >> 8u) & 0xFFu);
         }
-        for (var j = 2u * h; j < 2u * h + 2u; j++) {
-            var word = 0u;
-            if (nrow < p.n) {
-                word = w[nrow * (p.k / 8u) + 4u * g + j];
+        if (p.kind == 2u) {
+            // q8_0: 8 words per group, this thread's 4 (16 signed codes).
+            for (var j = 4u * h; j < 4u * h + 4u; j++) {
+                var word = 0u;
+                if (nrow < p.n) {
+                    word = w[nrow * (p.k / 4u) + 8u * g + j];
+                }
+                for (var c = 0u; c < 4u; c++) {
+                    let q = f32(bitcast<i32>(word << (24u - 8u * c)) >> 24u);
+                    ws[(4u * j + c) * 8u + r / 4u][r % 4u] = s * q - mm;
+                }
             }
-            for (var c = 0u; c < 8u; c++) {
-                let q = f32((word >> (4u * c)) & 15u);
-                ws[(8u * j + c) * 8u + r / 4u][r % 4u] = s * q - mm;
+        } else {
+            for (var j = 2u * h; j < 2u * h + 2u; j++) {
+                var word = 0u;
+                if (nrow < p.n) {
+                    word = w[nrow * (p.k / 8u) + 4u * g + j];
+                }
+                for (var c = 0u; c < 8u; c++) {
+                    let q = f32((word >> (4u * c)) & 15u);
+                    ws[(8u * j + c) * 8u + r / 4u][r % 4u] = s * q - mm;
+                }
             }
         }
         workgroupBarrier();

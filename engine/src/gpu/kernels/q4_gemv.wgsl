@@ -1,8 +1,8 @@
-// 4-bit (LQ4 or lq4h) matrix-vector product for decode: out[m][n] = sum_k x[m][k] * W[n][k].
+// 4-bit (LQ4 or lq4h; q8_0 has q8_gemv.wgsl) matrix-vector product for decode: out[m][n] = sum_k x[m][k] * W[n][k].
 // Layouts and dequantization: engine/src/quant.rs. Per group g of row n:
 //   sum_i x_i * (d*sc*q_i - dmin*mn) = d*sc * dot(x, q) - dmin*mn * sum(x)
 // so d and dmin factor out of the row sum and each group costs one dot and one sum. For lq4h
-// (p.half = 1) a group's (sc, mn) is its f16 (s, m) pair and d = dmin = 1.
+// (p.kind = 1) a group's (sc, mn) is its f16 (s, m) pair and d = dmin = 1.
 // TPR threads cooperate on one row (strided over words), WG/TPR rows per workgroup.
 // CPU rasterisers (lavapipe, SwiftShader) run best at TPR = 1 (one row per lane; see
 // `cargo bench --bench gemv`), GPUs want TPR = 32 for coalesced loads.
@@ -18,7 +18,7 @@ struct Params {
     rows_off: u32,   // word offset of the per-row (d, dmin) f32 pairs in `w`
     out_stride: u32, // elements between consecutive rows of `out`
     out_off: u32,    // element offset of out[0][0]
-    half: u32,       // 1: lq4h (one f16 (s, m) word per group at sm_off, no row section)
+    kind: u32,       // 0: LQ4; 1: lq4h, 2: q8_0 (one f16 (s, m) word per group at sm_off, no row section)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -55,7 +55,7 @@ fn main(
         for (var wi = lane; wi < p.k / 8u; wi += TPR) {
             let word = w[qbase + wi];
             var sc: vec2<f32>;
-            if (p.half != 0u) {
+            if (p.kind != 0u) {
                 sc = unpack2x16float(w[p.sm_off + row * groups + wi / 4u]);
             } else {
                 let b = 2u * (row * groups + wi / 4u);
@@ -79,7 +79,7 @@ fn main(
     if (lane == 0u && row < p.n) {
         var d = 1.0;
         var dmin = 1.0;
-        if (p.half == 0u) {
+        if (p.kind == 0u) {
             d = bitcast<f32>(w[p.rows_off + 2u * row]);
             dmin = bitcast<f32>(w[p.rows_off + 2u * row + 1u]);
         }

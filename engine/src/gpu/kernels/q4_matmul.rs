@@ -1,4 +1,4 @@
-//! 4-bit matmuls `out[m][n] = sum_k x[m][k] * W[n][k]` on an LQ4 matrix: the GEMV for a few
+//! Block-quantized matmuls `out[m][n] = sum_k x[m][k] * W[n][k]` (LQ4, lq4h, q8_0): the GEMV for a few
 //! activation rows (decode; `TPR` threads per output row) and the tiled GEMM (prefill). Both
 //! read the same parameters and write into an output window `(row stride, offset)`.
 
@@ -8,8 +8,10 @@ use crate::error::Result;
 use crate::gpu::buffer::GpuQ4;
 use crate::gpu::context::{GpuContext, Shader};
 
-/// The decode kernel.
+/// The decode kernel (LQ4, lq4h).
 pub const GEMV: Shader = crate::shader!("q4_gemv");
+/// The decode kernel for `q8_0` weights.
+pub const Q8_GEMV: Shader = crate::shader!("q8_gemv");
 /// The prefill kernel.
 pub const GEMM: Shader = crate::shader!("q4_gemm");
 
@@ -27,7 +29,7 @@ pub(crate) struct Params {
     pub rows_off: u32,
     pub out_stride: u32,
     pub out_off: u32,
-    pub half: u32,
+    pub kind: u32,
 }
 
 impl Params {
@@ -42,7 +44,7 @@ impl Params {
             rows_off: w.rows_off as u32,
             out_stride: stride as u32,
             out_off: off as u32,
-            half: w.half as u32,
+            kind: w.kind,
         }
     }
 }
@@ -66,7 +68,8 @@ pub(crate) fn dispatch(
             let mut g = groups_for(w.rows, t.gemv_wg / t.gemv_tpr);
             g[2] = m as u32;
             let consts = [("WG", t.gemv_wg), ("TPR", t.gemv_tpr)];
-            ctx.dispatch(&GEMV, &consts, p, &buffers, g)
+            let shader = if w.kind == GpuQ4::Q8 { &Q8_GEMV } else { &GEMV };
+            ctx.dispatch(shader, &consts, p, &buffers, g)
         }
         MatmulKernel::Gemm => {
             let g = [w.rows.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32, 1];

@@ -12,8 +12,11 @@ use lorekeeper_engine::format::bundle::Quant;
 /// `--quant`: the weight quantization.
 #[derive(Clone, Copy, ValueEnum)]
 enum QuantArg {
-    /// LQ4 4-bit matrices (4.5 + 64/K bits per weight), f32 norms
+    /// 4-bit: a GGUF's own Q4_0/Q4_1/Q8_0 blocks kept as they are, other matrices LQ4
+    /// (4.5 + 64/K bits per weight), f32 norms
     Q4,
+    /// LQ4 for every matrix, a GGUF's blocks requantized too (smaller, some quality lost)
+    Lq4,
     /// int8 matrices with an f32 scale per 32 (9 bits per weight)
     Q8,
     /// f16 matrices
@@ -52,6 +55,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let quant = match args.quant {
         QuantArg::Q4 => Quant::Q4,
+        QuantArg::Lq4 => Quant::Lq4,
         QuantArg::Q8 => Quant::Q8,
         QuantArg::F16 => Quant::F16,
         QuantArg::F32 => Quant::F32,

@@ -1,0 +1,71 @@
+// 8-bit (q8_0) matrix-vector product for decode: out[m][n] = sum_k x[m][k] * W[n][k].
+// Layout (engine/src/quant.rs, q8_0): row n's K signed codes in words n*K/4.., four per word,
+// weight k in bits 8*(k%4); then one word per group g of 32: f16 s (low half), f16 m (high),
+// w = s*q - m (m = 0 for GGUF's Q8_0). Per group: s * dot(x, q) - m * sum(x).
+// TPR threads cooperate on one row (strided over words), WG/TPR rows per workgroup, as in
+// q4_gemv.wgsl (whose parameters and bindings this kernel shares).
+
+override WG: u32 = 64u;   // invocations per workgroup, power of two, <= 256
+override TPR: u32 = 8u;   // threads per output row, power of two, <= WG
+
+struct Params {
+    m: u32,          // activation rows
+    n: u32,          // output features (rows of W)
+    k: u32,          // input features (cols of W), multiple of 32
+    sm_off: u32,     // word offset of the per-group (s, m) words in `w`
+    rows_off: u32,   // unused (q8_0 has no row section)
+    out_stride: u32, // elements between consecutive rows of `out`
+    out_off: u32,    // element offset of out[0][0]
+    kind: u32,       // 2 (q8_0)
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> w: array<u32>;        // q8_0 words of W[n][k]
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;  // [m][k/4]
+@group(0) @binding(3) var<storage, read_write> out: array<f32>; // [m][out_stride]
+
+var<workgroup> part: array<vec2<f32>, 256>;  // per-thread (scaled dot, scaled sum) partials
+
+// The four signed bytes of `v`, sign-extended by an arithmetic shift.
+fn codes(v: u32) -> vec4<f32> {
+    let s = vec4<i32>(bitcast<i32>(v << 24u), bitcast<i32>(v << 16u), bitcast<i32>(v << 8u), bitcast<i32>(v));
+    return vec4<f32>(s >> vec4<u32>(24u));
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let rows_per_wg = WG / TPR;
+    let wg_linear = wid.x + wid.y * nwg.x;
+    let row = wg_linear * rows_per_wg + lid / TPR;
+    let lane = lid % TPR;
+    let mi = wid.z;
+    let groups = p.k / 32u;
+
+    var acc_q = 0.0;  // sum_g s_g * dot(x_g, q_g)
+    var acc_m = 0.0;  // sum_g m_g * sum(x_g)
+    if (row < p.n) {
+        let qbase = row * (p.k / 4u);
+        let xbase = mi * (p.k / 4u);
+        for (var wi = lane; wi < p.k / 4u; wi += TPR) {
+            let sc = unpack2x16float(w[p.sm_off + row * groups + wi / 8u]);
+            let xv = x[xbase + wi];
+            acc_q += sc.x * dot(codes(w[qbase + wi]), xv);
+            acc_m += sc.y * (xv.x + xv.y + xv.z + xv.w);
+        }
+    }
+    part[lid] = vec2<f32>(acc_q, acc_m);
+    for (var s = TPR / 2u; s > 0u; s = s / 2u) {
+        workgroupBarrier();
+        if (lane < s) {
+            part[lid] += part[lid + s];
+        }
+    }
+    if (lane == 0u && row < p.n) {
+        let r = part[lid];
+        out[p.out_off + mi * p.out_stride + row] = r.x - r.y;
+    }
+}
