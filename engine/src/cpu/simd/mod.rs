@@ -183,6 +183,10 @@ fn half_scales(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
         // subs (4·G bytes) and scratch (≥ G) against G = x.d.len().
         return unsafe { avx2::half_scales(subs, x, scratch) };
     }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if Isa::best() == Isa::Simd128 {
+        return simd128::half_scales(subs, x, scratch);
+    }
     half_scales_scalar(subs, x, scratch)
 }
 
@@ -340,7 +344,8 @@ mod tests {
         }
     }
 
-    /// The AVX2 pre-pass gives the scalar one's scales bit for bit (the same conversion, one
+    /// The SIMD pre-pass (AVX2 here; simd128's is checked in the browser through the kernel
+    /// suite's lq4h and q8_0 matmuls) gives the scalar one's scales bit for bit (the same conversion, one
     /// multiply each) and its min term within f32 summation order, on group counts below,
     /// at and above its 8-wide step, with every kind of half (zeros, subnormals, normals).
     #[test]

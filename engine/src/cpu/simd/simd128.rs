@@ -90,3 +90,55 @@ pub fn q8_dot(codes: &[i8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
         + f32x4_extract_lane::<2>(acc)
         + f32x4_extract_lane::<3>(acc)
 }
+
+/// The per-group pre-pass of `lq4h` and `q8_0` rows (see [`super::half_scales`]), four groups
+/// a step, with the scalar form's half conversion lane-wise (the same bits).
+pub fn half_scales(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
+    let groups = x.d.len();
+    let mut acc = f32x4_splat(0.0);
+    let mut g = 0;
+    while g + 4 <= groups {
+        // SAFETY: reads subs[4g..4g+16], d/sum[g..g+4] and writes scratch[g..g+4], g + 4 <= G
+        // (the caller checked subs: 4·G bytes, scratch: ≥ G).
+        unsafe {
+            let v = v128_load(subs.as_ptr().add(4 * g) as *const v128);
+            let s = f16x4(v128_and(v, u32x4_splat(0xFFFF)));
+            let m = f16x4(u32x4_shr(v, 16));
+            let dx = v128_load(x.d.as_ptr().add(g) as *const v128);
+            let sx = v128_load(x.sum.as_ptr().add(g) as *const v128);
+            v128_store(scratch.as_mut_ptr().add(g) as *mut v128, f32x4_mul(s, dx));
+            acc = f32x4_add(acc, f32x4_mul(m, sx));
+        }
+        g += 4;
+    }
+    let mut acc_m = f32x4_extract_lane::<0>(acc)
+        + f32x4_extract_lane::<1>(acc)
+        + f32x4_extract_lane::<2>(acc)
+        + f32x4_extract_lane::<3>(acc);
+    while g < groups {
+        let w = u32::from_le_bytes([
+            subs[4 * g],
+            subs[4 * g + 1],
+            subs[4 * g + 2],
+            subs[4 * g + 3],
+        ]);
+        scratch[g] = super::f16_to_f32(w as u16) * x.d[g];
+        acc_m += super::f16_to_f32((w >> 16) as u16) * x.sum[g];
+        g += 1;
+    }
+    acc_m
+}
+
+/// Four halves (the low 16 bits of each lane) as floats, as [`super::f16_to_f32`].
+#[inline]
+fn f16x4(h: v128) -> v128 {
+    let em = v128_and(h, u32x4_splat(0x7FFF));
+    let sign = i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16);
+    let scaled = f32x4_mul(i32x4_shl(em, 13), u32x4_splat(0x7780_0000));
+    let special = v128_or(
+        u32x4_splat(0x7F80_0000),
+        i32x4_shl(v128_and(em, u32x4_splat(0x03FF)), 13),
+    );
+    let is_special = i32x4_gt(em, i32x4_splat(0x7BFF));
+    v128_or(v128_bitselect(special, scaled, is_special), sign)
+}
