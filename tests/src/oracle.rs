@@ -57,8 +57,7 @@ pub fn q8_round(x: &[f32]) -> Vec<f64> {
 }
 
 /// `out[m][n] = sum_k W[n][k] x[m][k]` as a backend with 8-bit activation blocks computes it:
-/// the scaled codes `d·sc·q` meet the rounded activations ([`q8_round`]), the group minimums
-/// `dmin·mn` the exact ones (their block sums are kept exactly).
+/// the exact weights against the rounded activations ([`q8_round`]).
 pub fn q4_matmul_q8(x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
     let xr = q8_round(&x[..m * w.cols]);
     let mut out = vec![0f64; m * w.rows];
@@ -68,7 +67,7 @@ pub fn q4_matmul_q8(x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
                 .map(|k| {
                     let (s, m) = group_scales(w, n, k / 32);
                     let i = mi * w.cols + k;
-                    s * w.code(n, k) as f64 * xr[i] - m * x[i] as f64
+                    (s * w.code(n, k) as f64 - m) * xr[i]
                 })
                 .sum();
         }

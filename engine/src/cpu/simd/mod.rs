@@ -5,7 +5,7 @@
 //! reference the others are tested against (`cargo test -p lorekeeper-engine simd`).
 //!
 //! For an LQ4 row (`w = d·sc·q − dmin·mn` per group of 32, see [`crate::quant`]) and a
-//! [`Q8Row`] (`x ≈ dx·qx` per block of 32, exact block sums `Σx`), every function returns
+//! [`Q8Row`] (`x ≈ dx·qx` per block of 32, block sums `Σx = dx·Σqx`), every function returns
 //! `(Σ_g sc_g·dx_g·Σ_i q_i·qx_i, Σ_g mn_g·Σx_g)`; the row's result is `d·first − dmin·second`.
 //! The inner products are exact in integers (at most 32·15·127 per group), so the ISAs differ
 //! from the scalar form only in the order of f32 additions.
