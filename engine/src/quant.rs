@@ -461,6 +461,52 @@ impl Q4Matrix {
         })
     }
 
+    /// A GGUF `Q5_0` (blocks of 22 bytes: f16 `d`, 4 bytes of fifth bits, 16 of nibbles;
+    /// `w = d·(q − 16)`) or `Q5_1` tensor (24 bytes: f16 `d`, f16 `m`, then the same;
+    /// `w = d·q + m`) as a `q8_0` matrix with the same values: codes `q − 16` (Q5_0) or `q`
+    /// (Q5_1) in 8 bits, `(s, m) = (d, 0)` or `(d, −m)`. 9 bits per weight where the file
+    /// spends 5.5 or 6, but no second rounding and the same kernels.
+    pub fn from_ggml_q5(
+        name: &str,
+        rows: usize,
+        cols: usize,
+        data: &[u8],
+        with_min: bool,
+    ) -> Result<Q4Matrix> {
+        let bb = if with_min { 24 } else { 22 };
+        let blocks = Self::ggml_block_count(name, rows, cols, data.len(), bb)?;
+        let layout = BlockLayout::Q8;
+        let sm = layout.sm_offset(rows, cols);
+        let mut out = vec![0u32; layout.words(rows, cols)];
+        let mut q = [0u8; 32];
+        for (i, b) in data.chunks_exact(bb).enumerate().take(blocks) {
+            let d = u16::from_le_bytes([b[0], b[1]]) as u32;
+            let m = if with_min {
+                (u16::from_le_bytes([b[2], b[3]]) ^ 0x8000) as u32
+            } else {
+                0
+            };
+            out[sm + i] = d | m << 16;
+            crate::format::gguf::q5_codes(&b[bb - 20..], &mut q);
+            for (w, c) in q.chunks_exact(4).enumerate() {
+                let code = |j: usize| {
+                    (if with_min {
+                        c[j] as i8
+                    } else {
+                        c[j] as i8 - 16
+                    }) as u8
+                };
+                out[8 * i + w] = u32::from_le_bytes([code(0), code(1), code(2), code(3)]);
+            }
+        }
+        Ok(Q4Matrix {
+            rows,
+            cols,
+            data: out,
+            layout,
+        })
+    }
+
     /// Checks a GGUF tensor's byte length against `[rows, cols]` in blocks of 32 weights of
     /// `block_bytes` each; the number of blocks.
     fn ggml_block_count(
@@ -944,6 +990,28 @@ mod tests {
         let blocks = [m.row_block(0, 1), m.row_block(1, 5)];
         assert_eq!(&blocks[1].dequantize()[..], &want[k..]);
         assert_eq!(Q4Matrix::concat_rows("t", &blocks).expect("concat"), m);
+        // Q5_0 and Q5_1: every five-bit code, the scale (and min) kept.
+        for (ty, head) in [(GgmlType::Q5_0, 2), (GgmlType::Q5_1, 4)] {
+            let raw: Vec<u8> = ggml_blocks(&mut rng, n * k / 32, head, 0.01)
+                .chunks_exact(head + 16)
+                .flat_map(|b| {
+                    let mut v = b[..head].to_vec();
+                    v.extend((0..4).map(|_| (rng.next_u32() & 0xFF) as u8));
+                    v.extend_from_slice(&b[head..]);
+                    v
+                })
+                .collect();
+            let m = Q4Matrix::from_ggml_q5("blk.4.w", n, k, &raw, ty == GgmlType::Q5_1)
+                .expect("convert");
+            m.validate("blk.4.w").expect("valid");
+            let mut want = vec![0f32; n * k];
+            dequantize_into(ty, &raw, &mut want);
+            assert!(
+                m.dequantize() == want,
+                "{ty:?} values differ from the GGUF's"
+            );
+            assert!(Q4Matrix::from_ggml_q5("blk.4.w", n, k, &raw[1..], true).is_err());
+        }
         // A length that is not the shape's, and an 8·d that overflows f16, are named.
         let raw = ggml_blocks(&mut rng, 3, 4, 0.02);
         let e = Q4Matrix::from_ggml_q4_1("blk.1.w", 2, 64, &raw)

@@ -114,7 +114,7 @@ pub fn peak_rss_mib() -> Option<f64> {
 
 fn policy_text(q: Quant) -> String {
     match q {
-        Quant::Q4 => "matrices LQ4 (GGUF Q4_0/Q4_1/Q8_0 matrices kept as they are: lq4h, q8_0; q8 where columns % 32 != 0), embedding LQ4, 1-D f32".into(),
+        Quant::Q4 => "matrices LQ4 (GGUF Q4_0/Q4_1 matrices kept as they are in lq4h, Q5_0/Q5_1/Q8_0 in q8_0; q8 where columns % 32 != 0), embedding LQ4, 1-D f32".into(),
         Quant::Lq4 => "matrices and embedding LQ4, GGUF blocks requantized (q8 where columns % 32 != 0), 1-D f32".into(),
         Quant::Q8 => "matrices q8 (int8, f32 scale per 32), 1-D f32".into(),
         Quant::F16 => "matrices f16, 1-D f32".into(),

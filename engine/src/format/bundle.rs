@@ -92,8 +92,8 @@ pub enum DType {
     /// [`Q4Matrix`] words with an f16 scale and min per group ([`BlockLayout::Lq4h`]): GGUF Q4_0 and
     /// Q4_1 tensors as the user brought them.
     Lq4h,
-    /// [`Q4Matrix`] words of 8-bit codes with an f16 scale per group ([`BlockLayout::Q8`]):
-    /// GGUF Q8_0 tensors as the user brought them.
+    /// [`Q4Matrix`] words of 8-bit codes with an f16 scale (and min) per group
+    /// ([`BlockLayout::Q8`]): GGUF Q8_0, Q5_0 and Q5_1 tensors with the values the user brought.
     #[serde(rename = "q8_0")]
     Q80,
 }
@@ -126,8 +126,8 @@ impl DType {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Quant {
-    /// 4-bit matrices, f32 norms: a GGUF's own Q4_0 / Q4_1 / Q8_0 blocks kept (`lq4h`,
-    /// `q8_0`), everything else LQ4.
+    /// 4-bit matrices, f32 norms: a GGUF's own Q4_0 / Q4_1 blocks kept (`lq4h`), its Q5_0 /
+    /// Q5_1 / Q8_0 blocks too (`q8_0`), everything else LQ4.
     Q4,
     /// LQ4 matrices, GGUF blocks requantized too (the smaller format), f32 norms.
     Lq4,

@@ -74,6 +74,10 @@ pub enum GgmlType {
     Q4_0,
     /// 4-bit asymmetric, blocks of 32 with f16 scale and min.
     Q4_1,
+    /// 5-bit symmetric, blocks of 32 with an f16 scale (`d·(q − 16)`).
+    Q5_0,
+    /// 5-bit asymmetric, blocks of 32 with f16 scale and min (`d·q + m`).
+    Q5_1,
     /// 4-bit k-quant, super-blocks of 256.
     Q4K,
     /// 6-bit k-quant, super-blocks of 256.
@@ -87,6 +91,8 @@ impl GgmlType {
             1 => GgmlType::F16,
             2 => GgmlType::Q4_0,
             3 => GgmlType::Q4_1,
+            6 => GgmlType::Q5_0,
+            7 => GgmlType::Q5_1,
             8 => GgmlType::Q8_0,
             12 => GgmlType::Q4K,
             14 => GgmlType::Q6K,
@@ -103,6 +109,8 @@ impl GgmlType {
             GgmlType::Q8_0 => (32, 34),
             GgmlType::Q4_0 => (32, 18),
             GgmlType::Q4_1 => (32, 20),
+            GgmlType::Q5_0 => (32, 22),
+            GgmlType::Q5_1 => (32, 24),
             GgmlType::Q4K => (256, 144),
             GgmlType::Q6K => (256, 210),
         }
@@ -384,6 +392,20 @@ fn f16(b: &[u8]) -> f32 {
     half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32()
 }
 
+/// The 32 five-bit codes (0..=31) of a Q5_0 / Q5_1 block from its `qh` (4 bytes: bit `j` is
+/// weight `j`'s fifth bit) and `qs` (16 bytes: weight `j` in the low nibble of byte `j`, weight
+/// `j + 16` in the high one), as llama.cpp's `dequantize_row_q5_0` reads them.
+pub fn q5_codes(qh_qs: &[u8], out: &mut [u8; 32]) {
+    let qh = u32::from_le_bytes([qh_qs[0], qh_qs[1], qh_qs[2], qh_qs[3]]);
+    let qs = &qh_qs[4..20];
+    for j in 0..16 {
+        let h0 = (((qh >> j) << 4) & 0x10) as u8;
+        let h1 = ((qh >> (j + 12)) & 0x10) as u8;
+        out[j] = (qs[j] & 0x0F) | h0;
+        out[j + 16] = (qs[j] >> 4) | h1;
+    }
+}
+
 /// Dequantizes `data` of type `ty` into `out` (whose length is the element count).
 pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32]) {
     match ty {
@@ -427,6 +449,25 @@ pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32]) {
                     let q = b[4 + j];
                     o[j] = (q & 0xF) as f32 * d + m;
                     o[j + 16] = (q >> 4) as f32 * d + m;
+                }
+            }
+        }
+        GgmlType::Q5_0 | GgmlType::Q5_1 => {
+            let bb = ty.block().1;
+            for (o, b) in out.chunks_exact_mut(32).zip(data.chunks_exact(bb)) {
+                let (d, m) = if ty == GgmlType::Q5_1 {
+                    (f16(b), f16(&b[2..]))
+                } else {
+                    (f16(b), 0.0)
+                };
+                let mut q = [0u8; 32];
+                q5_codes(&b[bb - 20..], &mut q);
+                for (o, &q) in o.iter_mut().zip(&q) {
+                    *o = if ty == GgmlType::Q5_1 {
+                        q as f32 * d + m
+                    } else {
+                        (q as i32 - 16) as f32 * d
+                    };
                 }
             }
         }

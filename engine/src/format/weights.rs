@@ -262,8 +262,8 @@ impl WeightSource for GgufSource {
         self.gguf.source.clone()
     }
 
-    /// Q4_0, Q4_1 and Q8_0 matrices as the file holds them (`lq4h` and `q8_0`, the same
-    /// values; llama's q/k rows unpermuted as whole rows of blocks); other types are read
+    /// Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 matrices as the file holds them (`lq4h`; `q8_0` for the
+    /// 5- and 8-bit ones), the same values; llama's q/k rows unpermuted as whole rows of blocks); other types are read
     /// through [`Self::get`].
     fn q4_parts(&self, name: &str) -> Result<Option<Vec<(usize, crate::quant::Q4Matrix)>>> {
         use crate::quant::Q4Matrix;
@@ -271,7 +271,14 @@ impl WeightSource for GgufSource {
             return Ok(None);
         };
         let (ty, raw) = self.gguf.raw(info)?;
-        if info.dims.len() != 2 || !matches!(ty, GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0) {
+        let kept = [
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+            GgmlType::Q5_0,
+            GgmlType::Q5_1,
+            GgmlType::Q8_0,
+        ];
+        if info.dims.len() != 2 || !kept.contains(&ty) {
             return Ok(None);
         }
         let (rows, cols) = (info.dims[1] as usize, info.dims[0] as usize);
@@ -288,6 +295,8 @@ impl WeightSource for GgufSource {
         let m = match ty {
             GgmlType::Q4_1 => Q4Matrix::from_ggml_q4_1(&what, rows, cols, &raw)?,
             GgmlType::Q8_0 => Q4Matrix::from_ggml_q8_0(&what, rows, cols, &raw)?,
+            GgmlType::Q5_0 => Q4Matrix::from_ggml_q5(&what, rows, cols, &raw, false)?,
+            GgmlType::Q5_1 => Q4Matrix::from_ggml_q5(&what, rows, cols, &raw, true)?,
             _ => Q4Matrix::from_ggml_q4_0(&what, rows, cols, &raw)?,
         };
         Ok(Some(vec![(0, m)]))

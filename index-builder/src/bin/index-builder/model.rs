@@ -12,7 +12,7 @@ use lorekeeper_engine::format::bundle::Quant;
 /// `--quant`: the weight quantization.
 #[derive(Clone, Copy, ValueEnum)]
 enum QuantArg {
-    /// 4-bit: a GGUF's own Q4_0/Q4_1/Q8_0 blocks kept as they are, other matrices LQ4
+    /// 4-bit: a GGUF's own Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 blocks kept as they are, other matrices LQ4
     /// (4.5 + 64/K bits per weight), f32 norms
     Q4,
     /// LQ4 for every matrix, a GGUF's blocks requantized too (smaller, some quality lost)
