@@ -53,13 +53,14 @@ def main():
     ap.add_argument("--tokens", required=True)
     ap.add_argument("--window", type=int, default=512)
     ap.add_argument("--quantize", default="")
+    ap.add_argument("--keep", help="folder to keep the requantized files in (NAME.gguf)")
     ap.add_argument("model")
     a = ap.parse_args()
     tokens = json.load(open(a.tokens))
     print(json.dumps(perplexity(a.model, tokens, a.window, "source")), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for name in [q for q in a.quantize.split(",") if q]:
-            dst = os.path.join(tmp, f"{name}.gguf")
+            dst = os.path.join(a.keep or tmp, f"{name}.gguf")
             quantize(a.model, dst, name)
             print(json.dumps(perplexity(dst, tokens, a.window, name)), flush=True)
 
