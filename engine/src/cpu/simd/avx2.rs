@@ -183,19 +183,8 @@ pub unsafe fn half_scales(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32
             acc = _mm256_fmadd_ps(m, sx, acc);
             g += 8;
         }
-        let mut acc_m = hsum(acc);
-        while g < groups {
-            let w = u32::from_le_bytes([
-                subs[4 * g],
-                subs[4 * g + 1],
-                subs[4 * g + 2],
-                subs[4 * g + 3],
-            ]);
-            scratch[g] = super::f16_to_f32(w as u16) * x.d[g];
-            acc_m += super::f16_to_f32((w >> 16) as u16) * x.sum[g];
-            g += 1;
-        }
-        acc_m
+        let acc_m = hsum(acc);
+        acc_m + super::half_scales_tail(subs, x, scratch, g)
     }
 }
 

@@ -190,12 +190,22 @@ fn half_scales(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
     half_scales_scalar(subs, x, scratch)
 }
 
-/// The portable form of [`half_scales`] (the reference of the AVX2 one).
+/// The portable form of [`half_scales`] (the reference of the SIMD ones).
 fn half_scales_scalar(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
+    half_scales_tail(subs, x, scratch, 0)
+}
+
+/// [`half_scales_scalar`] from group `from` on (also the SIMD forms' last groups).
+fn half_scales_tail(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32], from: usize) -> f32 {
     let mut acc_m = 0f32;
-    for (g, (pair, s)) in subs.chunks_exact(4).zip(scratch.iter_mut()).enumerate() {
-        let w = u32::from_le_bytes([pair[0], pair[1], pair[2], pair[3]]);
-        *s = f16_to_f32(w as u16) * x.d[g];
+    for g in from..x.d.len() {
+        let w = u32::from_le_bytes([
+            subs[4 * g],
+            subs[4 * g + 1],
+            subs[4 * g + 2],
+            subs[4 * g + 3],
+        ]);
+        scratch[g] = f16_to_f32(w as u16) * x.d[g];
         acc_m += f16_to_f32((w >> 16) as u16) * x.sum[g];
     }
     acc_m

@@ -111,22 +111,11 @@ pub fn half_scales(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
         }
         g += 4;
     }
-    let mut acc_m = f32x4_extract_lane::<0>(acc)
+    let acc_m = f32x4_extract_lane::<0>(acc)
         + f32x4_extract_lane::<1>(acc)
         + f32x4_extract_lane::<2>(acc)
         + f32x4_extract_lane::<3>(acc);
-    while g < groups {
-        let w = u32::from_le_bytes([
-            subs[4 * g],
-            subs[4 * g + 1],
-            subs[4 * g + 2],
-            subs[4 * g + 3],
-        ]);
-        scratch[g] = super::f16_to_f32(w as u16) * x.d[g];
-        acc_m += super::f16_to_f32((w >> 16) as u16) * x.sum[g];
-        g += 1;
-    }
-    acc_m
+    acc_m + super::half_scales_tail(subs, x, scratch, g)
 }
 
 /// Four halves (the low 16 bits of each lane) as floats, as [`super::f16_to_f32`].
