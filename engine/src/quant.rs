@@ -1,5 +1,6 @@
-//! Lorekeeper's 4-bit weight format, **LQ4** — the one format the index-builder writes and
-//! every 4-bit kernel reads.
+//! The block formats the matmul and embedding kernels read ([`BlockLayout`]): Lorekeeper's own
+//! 4-bit **LQ4**, which the index-builder quantizes to, and two layouts that carry a GGUF's
+//! blocks with their exact values (`lq4h`, `q8_0`, below).
 //!
 //! # Layout
 //! A matrix `W[N rows][K cols]` (row `n` is output feature `n`; `K % 32 == 0`) is cut into
@@ -25,6 +26,12 @@
 //! which is Q4_1's own size; the kernels differ from LQ4's only in where a group's `(s, m)`
 //! comes from, so the same integer dot products serve both (the user's file runs as it is,
 //! with no second rounding).
+//!
+//! # 8-bit variant (`q8_0`): GGUF's Q8_0, Q5_0 and Q5_1 blocks, exactly
+//! [`BlockLayout::Q8`]: signed 8-bit codes, 4 per word (weight `k` of row `n` in byte `n*K + k`,
+//! `N * K / 4` words), then the same one word per group of f16 `(s, m)`, `w = s·q − m`. A Q8_0
+//! block is `(d, 0)` with its codes as they are; Q5_0 (`d·(q − 16)`) stores `q − 16` with
+//! `(d, 0)`, Q5_1 (`d·q + m`) stores `q` with `(d, −m)`. 9 bits per weight.
 //!
 //! # Why this format
 //! - MLC's q4f16_1 is symmetric (`(q - 7) * scale`, one f16 scale per 32): 4.5 bpw, but it cannot
