@@ -158,7 +158,7 @@ pub unsafe fn q8_dot(codes: &[i8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
     }
 }
 
-/// The per-group pre-pass of `lq4h` and `q8_0` rows (see [`super::half_scales`]), eight groups
+/// The per-group pre-pass of `lq4h` and `q8_0` rows (see `half_scales` in the dispatch module), eight groups
 /// a step: `scratch[g] = s_g·dx_g`, returns `Σ_g m_g·Σx_g`. The f16 → f32 conversion is the
 /// scalar form's ([`super::f16_to_f32`]), lane-wise, so both give the same bits.
 ///

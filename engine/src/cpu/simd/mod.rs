@@ -11,7 +11,7 @@
 //! from the scalar form only in the order of f32 additions.
 //!
 //! An `lq4h` row (per group an f16 `(s, m)`, `w = s·q − m`) takes the same path with `sc = s`,
-//! `mn = m` and `d = dmin = 1`: a scalar pre-pass ([`half_scales`]) computes `s·dx` per group,
+//! `mn = m` and `d = dmin = 1`: a pre-pass (`half_scales`) computes `s·dx` per group,
 //! then each ISA's `codes_dot` (the second half of its LQ4 form) does the integer work.
 
 use super::q8::{Lq4Row, Q8Row};

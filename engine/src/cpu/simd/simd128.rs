@@ -91,7 +91,7 @@ pub fn q8_dot(codes: &[i8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
         + f32x4_extract_lane::<3>(acc)
 }
 
-/// The per-group pre-pass of `lq4h` and `q8_0` rows (see [`super::half_scales`]), four groups
+/// The per-group pre-pass of `lq4h` and `q8_0` rows (see `half_scales` in the dispatch module), four groups
 /// a step, with the scalar form's half conversion lane-wise (the same bits).
 pub fn half_scales(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
     let groups = x.d.len();
