@@ -39,7 +39,8 @@ def kv(key, ty, val):
 
 
 # (weights, bytes) per block by ggml type id
-BLOCK = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 8: (32, 34), 12: (256, 144), 14: (256, 210), 30: (1, 2)}
+BLOCK = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 12: (256, 144),
+         14: (256, 210), 30: (1, 2)}
 
 
 def tensor_bytes(ty, n):
@@ -47,9 +48,9 @@ def tensor_bytes(ty, n):
     if ty == 0:
         return b"".join(struct.pack("<f", rng.uniform(-1, 1)) for _ in range(n))
     data = bytearray(rng.getrandbits(8) for _ in range(n // w * b))
-    if ty in (1, 2, 3, 8, 12, 14):
+    if ty in (1, 2, 3, 6, 7, 8, 12, 14):
         # small finite f16 scales where the block keeps them
-        pos = {1: None, 2: [0], 3: [0, 2], 8: [0], 12: [0, 2], 14: [208]}[ty]
+        pos = {1: None, 2: [0], 3: [0, 2], 6: [0], 7: [0, 2], 8: [0], 12: [0, 2], 14: [208]}[ty]
         for blk in range(n // w):
             for p in pos or []:
                 data[blk * b + p:blk * b + p + 2] = struct.pack("<e", rng.uniform(0.001, 0.05))
@@ -58,7 +59,8 @@ def tensor_bytes(ty, n):
     return bytes(data)
 
 
-def gguf():
+def gguf(file="tiny-llama.gguf", types=None):
+    """A tiny llama GGUF; `types` overrides tensor types by name."""
     tokens = ["a", "b", "c", "ab", "Ġ", "Ġa", "<|endoftext|>", "<|im_end|>"]
     meta = [
         kv("general.architecture", 8, "llama"),
@@ -95,6 +97,7 @@ def gguf():
     ]
     infos, data = b"", b""
     for name, dims, ty in tensors:
+        ty = (types or {}).get(name, ty)
         n = 1
         for d in dims:
             n *= d
@@ -104,7 +107,7 @@ def gguf():
         data += b"\0" * (-len(data) % 32)
     head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(meta)) + b"".join(meta) + infos
     head += b"\0" * (-len(head) % 32)
-    out("gguf", "tiny-llama.gguf", head + data)
+    out("gguf", file, head + data)
 
 
 def safetensors():
@@ -128,3 +131,5 @@ def safetensors():
 
 gguf()
 safetensors()
+# Last, so the seeds above keep their bytes: the 5-bit types in the down and up projections.
+gguf("tiny-llama-q5.gguf", {"blk.0.ffn_down.weight": 6, "blk.0.ffn_up.weight": 7})

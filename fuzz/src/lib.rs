@@ -86,6 +86,21 @@ pub fn gguf(data: &[u8]) {
     let _ = Tokenizer::from_gguf(&g);
     if let Ok(src) = GgufSource::new(g) {
         let _ = src.describe();
+        // The blocks kept as they are (Q4_0/Q4_1 → lq4h, Q5_0/Q5_1/Q8_0 → q8_0), q/k unpermuted.
+        for name in [
+            "model.embed_tokens.weight",
+            "model.layers.0.self_attn.q_proj.weight",
+            "model.layers.0.self_attn.k_proj.weight",
+            "model.layers.0.mlp.down_proj.weight",
+        ] {
+            if let Ok(Some(parts)) = src.q4_parts(name) {
+                for (_, m) in parts {
+                    if m.validate(name).is_ok() && m.rows > 0 {
+                        m.dequantize_row(m.rows - 1, &mut vec![0.0; m.cols]);
+                    }
+                }
+            }
+        }
         if let Ok(cfg) = llama::Config::from_gguf(&src) {
             model_config(&ModelConfig::Llama(cfg));
         }

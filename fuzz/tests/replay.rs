@@ -76,7 +76,7 @@ fn seeds_are_valid_files() {
     use lorekeeper_engine::format::bundle::Manifest;
     use lorekeeper_engine::format::e5s1::E5s1;
     use lorekeeper_engine::format::gguf::Gguf;
-    use lorekeeper_engine::format::weights::{GgufSource, Safetensors};
+    use lorekeeper_engine::format::weights::{GgufSource, Safetensors, WeightSource};
     use lorekeeper_engine::models::{llama, ModelConfig};
     use lorekeeper_engine::retrieval::StoryIndex;
     use lorekeeper_engine::tokenizer::Tokenizer;
@@ -90,6 +90,16 @@ fn seeds_are_valid_files() {
         Tokenizer::from_gguf(&g).unwrap_or_else(|e| panic!("{e}"));
         let src = GgufSource::new(g).unwrap_or_else(|e| panic!("{e}"));
         llama::Config::from_gguf(&src).unwrap_or_else(|e| panic!("{e}"));
+        // The quantized matrices come back as blocks with the dequantized values.
+        for n in [
+            "model.embed_tokens.weight",
+            "model.layers.0.self_attn.k_proj.weight",
+        ] {
+            let parts = src.q4_parts(n).unwrap_or_else(|e| panic!("{e}"));
+            let m = &parts.unwrap_or_else(|| panic!("{n}: no blocks"))[0].1;
+            let want = src.get(n).unwrap_or_else(|e| panic!("{e}")).map(|t| t.data);
+            assert!(Some(m.dequantize()) == want, "{}: {n}", name(&p));
+        }
     }
     let st = inputs("seeds", "safetensors");
     let whole = st
