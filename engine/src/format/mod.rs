@@ -15,5 +15,6 @@
 pub mod bundle;
 pub mod e5s1;
 pub mod encoder;
+pub mod ggml_blocks;
 pub mod gguf;
 pub mod weights;
