@@ -344,20 +344,22 @@ impl Import<'_> {
         let keep_f32 = lorekeeper_engine::models::qwen3_5::F32_MATRICES
             .iter()
             .any(|s| name.ends_with(s));
-        let dtype = if shape.len() != 2 || keep_f32 {
-            DType::F32
-        } else if self.o.quant == Quant::Q4
+        // A GGUF Q4_0 / Q4_1 / Q5_x / Q8_0 matrix is kept as it is (no second rounding); a
+        // LoRA merge changes the values, so an adapted matrix is quantized afresh.
+        let kept = if shape.len() == 2
+            && !keep_f32
+            && self.o.quant == Quant::Q4
             && !self.lora.is_some_and(|l| l.adapts(name))
-            && self.base.stored_q4(name)?.is_some()
         {
-            // A GGUF Q4_0 / Q4_1 / Q8_0 matrix is kept as it is (no second rounding); a LoRA
-            // merge changes the values, so an adapted matrix is quantized afresh.
-            match self.base.stored_q4(name)?.map(|m| m.layout) {
-                Some(BlockLayout::Q8) => DType::Q80,
-                _ => DType::Lq4h,
-            }
+            self.base.stored_q4(name)?.map(|m| m.layout)
         } else {
-            self.o.quant.matrix_dtype(cols)
+            None
+        };
+        let dtype = match kept {
+            Some(BlockLayout::Q8) => DType::Q80,
+            Some(_) => DType::Lq4h,
+            None if shape.len() != 2 || keep_f32 => DType::F32,
+            None => self.o.quant.matrix_dtype(cols),
         };
         let per_row = dtype.bytes_for(1, cols) as u64;
         if per_row > self.cap {
