@@ -247,11 +247,16 @@ fn grammar_properties(name: &str, tok: &Tokenizer, n_vocab: usize) {
         assert!(a.supported_facts.len() <= caps.facts, "{name} seed {seed}");
         assert_grounded_answer(&a, &ev, style, &format!("{name} seed {seed}"));
         if seed % 3 == 2 && a.next_action == NextAction::AnswerDirectly {
-            // With the reader: the answer, the first fact and its quote are one chosen span.
+            // With the reader: the answer is one chosen span, the first fact states its quote.
             let pick = choices.iter().position(|s| s.text == a.final_answer);
             let i = pick.unwrap_or_else(|| panic!("{name} seed {seed}: not a choice: {text}"));
             let first = &a.supported_facts[0];
-            assert_eq!(first.fact, a.final_answer, "{text}");
+            assert_eq!(first.fact, first.evidence_refs[0].quote, "{text}");
+            assert_eq!(
+                first.fact,
+                reader::quote_of(&choices[i].text, QUESTION, caps.quote_chars),
+                "{text}"
+            );
             assert_eq!(
                 first.evidence_refs[0].evidence_id,
                 ev[choices[i].passage].id
@@ -405,6 +410,7 @@ fn pipeline_on_smollm2() {
     };
     let vocab = GrammarVocab::new(&tok, model.vocab_size()).expect("vocabulary");
     let cfg = AskConfig {
+        mode: Mode::Grounded,
         max_tokens: 160,
         brief: BriefLimits {
             next_chars: 0,
@@ -420,6 +426,7 @@ fn pipeline_on_smollm2() {
         // Control characters and a template marker in the question.
         "Who swam in the pool\u{7} of tears?<|im_end|>",
     ];
+    let mut grounded = Vec::new();
     for q in questions {
         let a = pollster::block_on(ask(
             Llm::new(&b, &mut model, &tok, Some(&vocab)),
@@ -429,6 +436,7 @@ fn pipeline_on_smollm2() {
             |_| true,
         ))
         .expect("ask");
+        grounded.push(a.clone());
         println!(
             "{q:?} -> {} {:?} ({:?}); rounds {}",
             a.action_sequence(),
@@ -461,6 +469,50 @@ fn pipeline_on_smollm2() {
             assert!(!r.raw_output.contains("hacked"), "{}", r.raw_output);
         }
         assert!(!a.answer.trim().is_empty());
+    }
+    // Extractive: the reader's span without generating a token, checked as the model's answer
+    // is; where the grounded run answered in its first round, it wrote the same answer (the
+    // grammar forces the reader's span with `choices: 1`).
+    let ecfg = AskConfig {
+        mode: Mode::Extractive,
+        ..cfg.clone()
+    };
+    for (q, g) in questions.iter().zip(&grounded) {
+        let a = pollster::block_on(ask(
+            Llm::new(&b, &mut model, &tok, Some(&vocab)),
+            &retriever,
+            q,
+            &ecfg,
+            |_| true,
+        ))
+        .expect("ask extractive");
+        println!("extractive {q:?} -> {} {:?}", a.action_sequence(), a.answer);
+        assert!(a.rounds.iter().all(|r| r.tokens == 0), "{:#?}", a.rounds);
+        assert_eq!(a.raw_json_failures(), 0);
+        assert_eq!(
+            a.final_action,
+            NextAction::AnswerDirectly,
+            "{:#?}",
+            a.rounds
+        );
+        assert!(a.facts.iter().all(|f| f.verified), "{:#?}", a.facts);
+        let cited = &a.facts[0].refs[0].evidence_id;
+        let passage = a
+            .evidence
+            .iter()
+            .find(|e| &e.id == cited)
+            .expect("cited passage");
+        assert!(
+            passage.text.contains(&a.answer),
+            "{:?} not in {cited}",
+            a.answer
+        );
+        if g.rounds.len() == 1 && g.final_action == NextAction::AnswerDirectly {
+            assert_eq!(
+                a.answer, g.answer,
+                "extractive and grounded differ on {q:?}"
+            );
+        }
     }
     // The refiner and ReAct protocols over the same index, under their grammars.
     for mode in [Mode::Refiner, Mode::React] {

@@ -15,6 +15,8 @@ if (!url || !nativePath || !question) {
   process.exit(2);
 }
 const native = JSON.parse(readFileSync(nativePath, 'utf8'));
+// The native answer under the default settings (`--mode auto`), where run.sh recorded one.
+const nativeAuto = process.env.E2E_NATIVE_AUTO ? JSON.parse(readFileSync(process.env.E2E_NATIVE_AUTO, 'utf8')) : null;
 const SETTINGS = JSON.parse(process.env.E2E_SETTINGS || '{"seed":7,"temperature":0.7,"max_tokens":48}');
 const FLAGS = ['--headless=new', '--no-sandbox', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
@@ -56,6 +58,8 @@ async function loadBundle(page, id) {
 
 async function setSettings(page) {
   await page.click('details.settings summary');
+  // The grounded protocol, as the native run: `auto` answers a model this small extractively.
+  await page.selectOption('#mode', 'grounded');
   for (const [sel, v] of [['#seed', SETTINGS.seed], ['#temperature', SETTINGS.temperature], ['#max-tokens', SETTINGS.max_tokens]]) {
     await page.fill(sel, String(v));
     await page.dispatchEvent(sel, 'change');
@@ -350,6 +354,18 @@ const gpuUrl = `${url}?backend=gpu`;
   await page.waitForSelector('#phase.ready, #load-error', { timeout: LONG });
   const runsOn = (await page.$('#runs-on')) ? await page.textContent('#runs-on') : await page.textContent('#load-error');
   check('without WebGPU the page loads on the CPU path', /^Runs on: cpu \(simd128/.test(runsOn) && /no GPU adapter/.test(runsOn), runsOn);
+  // The default protocol (auto) answers a model this small extractively: the reader's span,
+  // no token generated, the native engine's answer.
+  if (nativeAuto) {
+    const turn = await ask(page, question);
+    const action = await turn.locator('.answer-view').getAttribute('data-action');
+    const tokens = await turn.locator('pre.raw').evaluateAll((els) => els.map((e) => Number(e.dataset.tokens)));
+    const shown = (await turn.locator('.final-answer').textContent()).trim();
+    check('by default a small model answers extractively, with the native engine\'s answer and no token generated',
+      action === nativeAuto.final_action && nativeAuto.mode === 'extractive' && tokens.every((t) => t === 0)
+        && shown.startsWith(nativeAuto.answer.trim()),
+      `${action} ${JSON.stringify(tokens)} ${JSON.stringify(shown)} vs ${nativeAuto.mode} ${nativeAuto.final_action} ${JSON.stringify(nativeAuto.answer)}`);
+  }
   await context.close();
   await browser.close();
 }

@@ -26,8 +26,12 @@ cargo build --quiet --profile test --workspace --bins
 bin=target/debug
 "$bin/index-builder" model --base tests/fixtures/qwen3-lora/base --quant f32 --out "$work/tiny" >/dev/null
 "$bin/index-builder" index --corpus tests/web-app/corpus.md --out "$work/tiny" >/dev/null
+# The grounded protocol (the page's test sets it too): `auto` answers a model this small
+# extractively, without the tokens the page's streaming and Stop checks need.
 "$bin/lorekeeper" ask --bundle "$work/tiny" --backend cpu --json --seed 7 --temperature 0.7 \
-  --max-tokens 48 "$question" > "$work/native.json"
+  --max-tokens 48 --mode grounded "$question" > "$work/native.json"
+"$bin/lorekeeper" ask --bundle "$work/tiny" --backend cpu --json "$question" > "$work/native-auto.json"
+export E2E_NATIVE_AUTO="$work/native-auto.json"
 
 echo "== web app: trunk build --cargo-profile web-test --features test-hooks =="
 # The test hooks (lose the GPU device, crash the worker) exist only in this build; ./run.sh's

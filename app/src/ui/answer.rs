@@ -158,7 +158,8 @@ fn raw_output(answer: &Answer) -> impl IntoView {
 fn timing_line(answer: &Answer, first_token_s: Option<f64>) -> String {
     let t = &answer.timings;
     format!(
-        "{} · {} round(s) · retrieval {:.0} ms · prefill {:.1} s · decode {:.1} s · {}total {:.1} s{}",
+        "{} · {} · {} round(s) · retrieval {:.0} ms · prefill {:.1} s · decode {:.1} s · {}total {:.1} s{}",
+        answer.mode.as_str(),
         answer.action_sequence(),
         answer.rounds.len(),
         t.retrieval_ms,

@@ -11,11 +11,7 @@ use super::AppState;
 pub fn SettingsPanel() -> impl IntoView {
     let st = expect_context::<AppState>();
     let s = st.settings;
-    let mode_name = move || match s.get().mode {
-        Mode::Grounded => "grounded",
-        Mode::Refiner => "refiner",
-        Mode::React => "react",
-    };
+    let mode_name = move || s.get().mode.as_str();
     view! {
         <details class="card settings">
             <summary>"Settings"</summary>
@@ -24,13 +20,17 @@ pub fn SettingsPanel() -> impl IntoView {
                     let m = match event_target_value(&ev).as_str() {
                         "refiner" => Mode::Refiner,
                         "react" => Mode::React,
-                        _ => Mode::Grounded,
+                        "extractive" => Mode::Extractive,
+                        "grounded" => Mode::Grounded,
+                        _ => Mode::Auto,
                     };
                     s.update(|s| s.mode = m);
                 }>
+                    <option value="auto" selected=move || mode_name() == "auto">"Auto (extractive for small models)"</option>
                     <option value="grounded" selected=move || mode_name() == "grounded">"Grounded JSON with quotes"</option>
                     <option value="refiner" selected=move || mode_name() == "refiner">"Refiner (cited snippets)"</option>
                     <option value="react" selected=move || mode_name() == "react">"ReAct agent (search, read)"</option>
+                    <option value="extractive" selected=move || mode_name() == "extractive">"Extractive (the reader's span, no generation)"</option>
                 </select>
             </label>
             <label>"Temperature"

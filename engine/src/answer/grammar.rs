@@ -280,8 +280,8 @@ fn grounded_answer_lexeme(evidence: &[Evidence], chars: usize) -> String {
 
 /// The Lark grammar of `grounded_action_v1` for this evidence and `question` (module docs).
 /// With the reader's `choices` (extractive and evidence first), an answer is one of those
-/// spans: its first fact quotes the span from its passage, states it as the fact, and gives it
-/// as the final answer.
+/// spans: its first fact quotes the span from its passage ([`super::reader::quote_of`]), states
+/// that quote as the fact, and gives the span as the final answer.
 pub fn build_grammar(
     evidence: &[Evidence],
     caps: &Caps,
@@ -312,10 +312,10 @@ pub fn build_grammar(
             .filter(|s| s.passage < evidence.len() && !s.text.trim().is_empty())
             .collect();
         // A tied answer branch: its first fact opens with the citation `first_ref`, states
-        // `said`, and the final answer repeats `said` after any further facts.
-        let tied_branch = |name: &str, first_ref: &str, said: &str| {
+        // `fact`, and the final answer gives `said` after any further facts.
+        let tied_branch = |name: &str, first_ref: &str, fact: &str, said: &str| {
             format!(
-                "{name}: {} {} {first_ref} ({} ref){{0,{}}} {} {said} {} ({} fact){{0,{facts_more}}} {} {inferred} {} {said} {}\n",
+                "{name}: {} {} {first_ref} ({} ref){{0,{}}} {} {fact} {} ({} fact){{0,{facts_more}}} {} {inferred} {} {said} {}\n",
                 q("{\"next_action\":\"answer_directly\",\"supported_facts\":["),
                 q("{\"evidence_refs\":["),
                 q(","),
@@ -329,7 +329,9 @@ pub fn build_grammar(
             )
         };
         if tied && !choices.is_empty() {
-            // The reader's spans: each branch quotes its span from its passage and states it.
+            // The reader's spans: each branch quotes its span from its passage, states the
+            // quote as its fact (so every key term of the fact is in its quote, when the span is
+            // longer than a quote may be) and gives the span as the final answer.
             let alts: Vec<String> = (0..choices.len()).map(|j| format!("answer_s{j}")).collect();
             g += &format!("answer: {}\n", alts.join(" | "));
             for (j, s) in choices.iter().enumerate() {
@@ -343,7 +345,7 @@ pub fn build_grammar(
                     q(&quote),
                     q("\"}"),
                 );
-                g += &tied_branch(&format!("answer_s{j}"), &first_ref, &q(&s.text));
+                g += &tied_branch(&format!("answer_s{j}"), &first_ref, &q(&quote), &q(&s.text));
             }
         } else if tied {
             // The passage the first fact cites first is the one its text and the final answer
@@ -354,6 +356,7 @@ pub fn build_grammar(
                 g += &tied_branch(
                     &format!("answer_{i}"),
                     &format!("ref_{i}"),
+                    &format!("A{i}"),
                     &format!("A{i}"),
                 );
             }

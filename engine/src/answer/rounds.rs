@@ -26,7 +26,7 @@ use super::reader::{self, Span};
 /// Tokens of the grounded JSON around the reader's answer (keys, the action, an id, the
 /// closing brackets) kept free beside the three copies of the answer.
 const FORCED_OVERHEAD: usize = 128;
-use super::schema::{GroundedAction, Hypothesis, NextAction};
+use super::schema::{self, GroundedAction, Hypothesis, NextAction};
 use super::validate::{self, Checked};
 use super::{recover, Answer, AskConfig, FinalFact, Mode, Retriever, Round, Timings};
 use crate::backend::Backend;
@@ -312,6 +312,41 @@ impl<'c> Rounds<'c> {
         };
         r.tokens = gen.tokens.len();
         Ok(shown)
+    }
+
+    /// Extractive mode: the round's output is the action the grammar forces with the reader's
+    /// best span (`choices: 1`): one fact, the span quoted from its passage ([`reader::quote_of`])
+    /// with the quote as the fact, and the span as the final answer; `retrieve_more` for the
+    /// question's own words when no passage holds a span. Returns how many passages were shown
+    /// (all of them).
+    pub fn extract(&self, r: &mut Round) -> usize {
+        let shown = self.out.evidence.len();
+        let action = match reader::choices(&self.spans, shown, 1).first() {
+            Some(s) => {
+                let quote =
+                    reader::quote_of(&s.text, &self.out.question, self.cfg.caps.quote_chars);
+                let evidence_id = self.out.evidence[s.passage].id.clone();
+                GroundedAction {
+                    next_action: NextAction::AnswerDirectly,
+                    supported_facts: vec![schema::Fact {
+                        fact: quote.clone(),
+                        evidence_refs: vec![schema::EvidenceRef { evidence_id, quote }],
+                    }],
+                    final_answer: s.text.clone(),
+                    ..GroundedAction::abstain("")
+                }
+            }
+            None => GroundedAction {
+                next_action: NextAction::RetrieveMore,
+                follow_up_hypothesis: Some(Hypothesis {
+                    keywords: vec![self.out.question.clone()],
+                    ..Hypothesis::default()
+                }),
+                ..GroundedAction::abstain("")
+            },
+        };
+        r.raw_output = serde_json::to_string(&action).unwrap_or_default();
+        shown
     }
 
     /// Read and check the round's output against the `shown` passages, record the round, and

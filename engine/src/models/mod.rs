@@ -128,6 +128,8 @@ impl<B: Backend> Model<B> {
 pub struct Decoder<B: Backend> {
     model: Model<B>,
     seq: Sequence,
+    /// Weights the architecture holds (every tensor of [`ModelConfig::tensor_shapes`]).
+    parameters: u64,
 }
 
 impl<B: Backend> Decoder<B> {
@@ -140,11 +142,20 @@ impl<B: Backend> Decoder<B> {
         opts: LoadOptions,
     ) -> Result<Self> {
         let seq = Sequence::new(opts)?;
+        let parameters = cfg
+            .tensor_shapes()
+            .iter()
+            .map(|(_, shape)| shape.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64)))
+            .fold(0u64, u64::saturating_add);
         let model = match cfg {
             ModelConfig::Llama(c) => Model::Llama(llama::Llama::load(b, c, src, opts)?),
             ModelConfig::Qwen35(c) => Model::Qwen35(qwen3_5::Qwen35::load(b, c, src, opts)?),
         };
-        Ok(Decoder { model, seq })
+        Ok(Decoder {
+            model,
+            seq,
+            parameters,
+        })
     }
 
     /// Which architecture was loaded: `llama` (Llama / Qwen3) or `qwen3_5`.
@@ -158,6 +169,11 @@ impl<B: Backend> Decoder<B> {
     /// Vocabulary size (logit row length).
     pub fn vocab_size(&self) -> usize {
         self.model.arch().head().vocab()
+    }
+
+    /// Weights the model holds (tied embeddings counted once).
+    pub fn parameters(&self) -> u64 {
+        self.parameters
     }
 
     /// Positions processed since the last reset.

@@ -17,9 +17,9 @@ pub struct SessionArgs {
     /// Bundle folder with a model part and an index part
     #[arg(long)]
     pub bundle: PathBuf,
-    /// Answer protocol (grounded_action_v1 JSON)
-    #[arg(long, value_enum, default_value = "grounded")]
-    pub mode: Mode,
+    /// Answer protocol [default: the config's, else auto]
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
     /// Decode freely and repair broken JSON afterwards (ASA's truncation recovery)
     #[arg(long)]
     pub no_grammar: bool,
@@ -43,12 +43,16 @@ pub struct SessionArgs {
 /// Answer protocols.
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Mode {
+    /// The best measured for the model's size: extractive under 1B parameters, else grounded
+    Auto,
     /// ASA's grounded_action_v1 JSON with verbatim quotes
     Grounded,
     /// One <answer> with every claim in <snippet id=E1,E2>…</snippet>
     Refiner,
     /// Thought / Action (search, read) / Observation / Final Answer
     React,
+    /// The reader's best span as the answer, checked, without running the model
+    Extractive,
 }
 
 /// Everything a question needs, loaded once (the engine's session, shared with the page).
@@ -73,11 +77,15 @@ impl<B: Backend> Session<B> {
         if a.no_grammar {
             cfg.grammar = false;
         }
-        cfg.mode = match a.mode {
-            Mode::Grounded => lorekeeper_engine::answer::Mode::Grounded,
-            Mode::Refiner => lorekeeper_engine::answer::Mode::Refiner,
-            Mode::React => lorekeeper_engine::answer::Mode::React,
-        };
+        if let Some(m) = a.mode {
+            cfg.mode = match m {
+                Mode::Auto => lorekeeper_engine::answer::Mode::Auto,
+                Mode::Grounded => lorekeeper_engine::answer::Mode::Grounded,
+                Mode::Refiner => lorekeeper_engine::answer::Mode::Refiner,
+                Mode::React => lorekeeper_engine::answer::Mode::React,
+                Mode::Extractive => lorekeeper_engine::answer::Mode::Extractive,
+            };
+        }
         if let Some(n) = a.max_tokens {
             cfg.max_tokens = n;
         }
@@ -169,7 +177,8 @@ fn ask_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
         println!("  [{}] ({}) {}", e.id, e.chapter, e.text);
     }
     eprintln!(
-        "[{} round(s), {}; retrieval {:.0} ms, prefill {:.1} s, decode {:.1} s, {} masks at {:.3} ms]",
+        "[{}, {} round(s), {}; retrieval {:.0} ms, prefill {:.1} s, decode {:.1} s, {} masks at {:.3} ms]",
+        ans.mode.as_str(),
         ans.rounds.len(),
         ans.action_sequence(),
         ans.timings.retrieval_ms,

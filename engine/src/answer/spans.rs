@@ -1,0 +1,188 @@
+//! Answer-sized spans of a passage: windows of whole clauses (across sentence ends), with the
+//! clause before each; in a script a window starts at a speaker's label but never runs into the
+//! next speaker's line. The reader ([`super::reader`]) scores them.
+
+/// Cuts `text` into spans of at most `max` characters: every window of consecutive clauses
+/// (a clause ends after `.` `!` `?` `;` `,` `:` `—` or their CJK forms, with any closing quote;
+/// a clause longer than `max` is cut into runs of whole words) that fits, the longest from each
+/// clause on. A window may cross a sentence end: the answer is often the clause after the one
+/// the question was written from. In a script a window may start at a speaker's label
+/// (`Gonzalo:`, so the span says who speaks) but never runs on into the next speaker's line.
+/// Spans are trimmed verbatim substrings of `text`, at least `min` characters long, each once.
+pub fn spans_of(text: &str, max: usize, min: usize) -> Vec<String> {
+    windows(text, max, min)
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect()
+}
+
+/// The spans of [`spans_of`], each with the clause just before it in `text` (empty for the
+/// first).
+pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<(String, String)> {
+    let max = max.max(1);
+    let units: Vec<(usize, usize)> = clauses(text)
+        .into_iter()
+        .flat_map(|(a, b)| runs(text, a, b, max))
+        .collect();
+    let len = |a: usize, b: usize| text[a..b].trim().chars().count();
+    // Units that open with a speaker's label: a window never runs on into one.
+    let label: Vec<bool> = units
+        .iter()
+        .map(|&(a, _)| starts_with_speaker_label(&text[a..]))
+        .collect();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for i in 0..units.len() {
+        let mut j = i;
+        while j + 1 < units.len() && len(units[i].0, units[j + 1].1) <= max && !label[j + 1] {
+            j += 1;
+        }
+        let span = text[units[i].0..units[j].1].trim();
+        if span.chars().count() >= min.min(max) && !out.iter().any(|(o, _)| o == span) {
+            let before = i
+                .checked_sub(1)
+                .map_or("", |p| text[units[p].0..units[p].1].trim());
+            out.push((span.to_string(), before.to_string()));
+        }
+        if j + 1 == units.len() {
+            break;
+        }
+    }
+    out
+}
+
+/// A clause that is only a script's speaker label, as the index writes it: one to four
+/// capitalised words and a colon (`Gonzalo:`, `First Citizen:`, `P. King:`).
+fn is_speaker_label(clause: &str) -> bool {
+    let Some(name) = clause.trim().strip_suffix(':') else {
+        return false;
+    };
+    let words: Vec<&str> = name.split_whitespace().collect();
+    (1..=4).contains(&words.len())
+        && name.chars().count() <= 32
+        && words.iter().all(|w| {
+            let w = w.strip_suffix('.').unwrap_or(w);
+            w.starts_with(char::is_uppercase)
+                && w.chars()
+                    .all(|c| c.is_alphabetic() || c == '\'' || c == '-')
+        })
+}
+
+/// Does `rest` open with a speaker's label (which may span clauses: `P. King:`)?
+fn starts_with_speaker_label(rest: &str) -> bool {
+    let head: String = rest.chars().take(40).collect();
+    head.find(':')
+        .is_some_and(|colon| is_speaker_label(&head[..=colon]))
+}
+
+/// Byte ranges of the clauses of `text` (see [`spans_of`]), empty ones dropped.
+fn clauses(text: &str) -> Vec<(usize, usize)> {
+    let end = |c: char| ".!?;,:—。！？；，：、".contains(c);
+    let closing = |c: char| "'\"’”)]」』）`".contains(c);
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut it = text.char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        if !end(c) {
+            continue;
+        }
+        let mut stop = i + c.len_utf8();
+        while let Some(&(j, d)) = it.peek() {
+            if !(closing(d) || end(d)) {
+                break;
+            }
+            stop = j + d.len_utf8();
+            it.next();
+        }
+        out.push((start, stop));
+        start = stop;
+    }
+    out.push((start, text.len()));
+    out.retain(|&(a, b)| !text[a..b].trim().is_empty());
+    out
+}
+
+/// The clause `text[a..b]` as byte ranges of at most `max` characters each: itself when it
+/// fits, else runs of whole words (a word longer than `max`, or CJK text without spaces, in
+/// runs of `max` characters).
+fn runs(text: &str, a: usize, b: usize, max: usize) -> Vec<(usize, usize)> {
+    if text[a..b].trim().chars().count() <= max {
+        return vec![(a, b)];
+    }
+    let mut out = Vec::new();
+    let (mut start, mut count, mut last_space) = (a, 0usize, None);
+    for (i, c) in text[a..b].char_indices() {
+        let i = a + i;
+        if count == max {
+            let cut = last_space.filter(|&s| s > start).unwrap_or(i);
+            out.push((start, cut));
+            start = cut;
+            count = text[start..i].chars().count();
+            last_space = None;
+        }
+        if c == ' ' {
+            last_space = Some(i);
+        }
+        count += 1;
+    }
+    out.push((start, b));
+    out.retain(|&(x, y)| !text[x..y].trim().is_empty());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_are_sentences_and_clause_windows_verbatim() {
+        let t = "Alice was tired. 'Oh dear!' said the Rabbit. She ran, and she ran, and she \
+                 ran until the garden, which was lovely, came in sight; then she stopped.";
+        let s = spans_of(t, 40, 5);
+        // Windows cross sentence ends, the longest from each clause.
+        assert_eq!(s[0], "Alice was tired. 'Oh dear!'", "{s:?}");
+        assert_eq!(s[1], "'Oh dear!' said the Rabbit. She ran,", "{s:?}");
+        assert_eq!(
+            s.last().map(String::as_str),
+            Some("came in sight; then she stopped.")
+        );
+        for x in &s {
+            assert!(t.contains(x.as_str()), "{x:?} is not verbatim");
+            assert!(x.chars().count() <= 40, "{x:?}");
+            assert_eq!(x.trim(), x);
+        }
+        assert!(s.iter().any(|x| x.contains("until the garden")), "{s:?}");
+        // A clause longer than the window is cut into runs of whole words.
+        let w = spans_of("one two three four five six seven eight nine ten", 14, 1);
+        assert_eq!(w[0], "one two three");
+        assert!(w.iter().all(|x| x.chars().count() <= 14), "{w:?}");
+        // CJK sentences split at 。 and long ones into runs.
+        let c = "宝玉笑道：这个妹妹我曾见过的。黛玉心中想道，好生奇怪，倒像在那里见过一般。";
+        let s = spans_of(c, 10, 2);
+        assert!(s
+            .iter()
+            .all(|x| c.contains(x.as_str()) && x.chars().count() <= 10));
+        assert!(s.iter().any(|x| x.contains("好生奇怪")), "{s:?}");
+    }
+
+    #[test]
+    fn script_spans_start_at_a_speaker_and_stop_before_the_next() {
+        let t = "Prospero: Twelve year since, Thy father was the Duke of Milan. \
+                 Miranda: Sir, are not you my father? P. King: Faith, I must leave thee.";
+        let s = spans_of(t, 120, 5);
+        assert!(
+            s.contains(&"Prospero: Twelve year since, Thy father was the Duke of Milan.".into()),
+            "{s:?}"
+        );
+        assert!(
+            s.contains(&"Miranda: Sir, are not you my father?".into()),
+            "{s:?}"
+        );
+        for x in &s {
+            let labels = ["Prospero:", "Miranda:", "P. King:"];
+            let inside = labels.iter().filter(|l| x[1..].contains(*l)).count();
+            assert_eq!(inside, 0, "{x:?} runs into another speaker's line");
+        }
+        assert!(is_speaker_label(" First Citizen:") && is_speaker_label("P. King:"));
+        assert!(!is_speaker_label("said the Hatter:") && !is_speaker_label("Alice"));
+    }
+}
