@@ -766,24 +766,21 @@ fn parse_jsonl(name: &str, story: &str, text: &str, strip: bool) -> Result<Vec<S
             }
         };
         let record_story = optional("story")?.unwrap_or_else(|| story.to_string());
-        let scene = optional("scene")?;
-        let speaker = optional("speaker")?;
-        let text = if strip {
+        let (scene, speaker) = (optional("scene")?, optional("speaker")?);
+        let text = collapse_ws(&if strip {
             strip_commentary(text)
         } else {
             Cow::Borrowed(text)
-        };
-        let text = collapse_ws(&text);
-        if text.is_empty() {
-            continue;
-        }
-        out.push(Segment {
-            story: record_story,
-            chapter,
-            scene,
-            speaker,
-            text,
         });
+        if !text.is_empty() {
+            out.push(Segment {
+                story: record_story,
+                chapter,
+                scene,
+                speaker,
+                text,
+            });
+        }
     }
     Ok(out)
 }
