@@ -17,13 +17,7 @@ pub fn SettingsPanel() -> impl IntoView {
             <summary>"Settings"</summary>
             <label>"Answer protocol"
                 <select id="mode" on:change=move |ev| {
-                    let m = match event_target_value(&ev).as_str() {
-                        "refiner" => Mode::Refiner,
-                        "react" => Mode::React,
-                        "extractive" => Mode::Extractive,
-                        "grounded" => Mode::Grounded,
-                        _ => Mode::Auto,
-                    };
+                    let m = Mode::from_name(&event_target_value(&ev)).unwrap_or_default();
                     s.update(|s| s.mode = m);
                 }>
                     <option value="auto" selected=move || mode_name() == "auto">"Auto (extractive for small models)"</option>

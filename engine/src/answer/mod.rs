@@ -80,6 +80,20 @@ pub enum Mode {
 pub const EXTRACTIVE_BELOW: u64 = 1_000_000_000;
 
 impl Mode {
+    /// Every protocol, in the order the page's settings list them.
+    pub const ALL: [Mode; 5] = [
+        Mode::Auto,
+        Mode::Grounded,
+        Mode::Refiner,
+        Mode::React,
+        Mode::Extractive,
+    ];
+
+    /// The protocol named `name` ([`Mode::as_str`]), if any.
+    pub fn from_name(name: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+
     /// The setting's name (`auto`, `grounded`, `refiner`, `react`, `extractive`).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -474,6 +488,10 @@ mod tests {
             assert_eq!(m.resolve(u64::MAX, false), m);
         }
         assert_eq!(AskConfig::default().mode, Mode::Auto);
+        for m in Mode::ALL {
+            assert_eq!(Mode::from_name(m.as_str()), Some(m));
+        }
+        assert_eq!(Mode::from_name("nope"), None);
     }
 
     #[test]
