@@ -502,6 +502,7 @@ fn pipeline_on_smollm2() {
             .iter()
             .find(|e| &e.id == cited)
             .expect("cited passage");
+        // The span itself (a speaker's label before it only in a script, which this is not).
         assert!(
             passage.text.contains(&a.answer),
             "{:?} not in {cited}",

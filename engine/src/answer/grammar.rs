@@ -345,7 +345,10 @@ pub fn build_grammar(
                     q(&quote),
                     q("\"}"),
                 );
-                g += &tied_branch(&format!("answer_s{j}"), &first_ref, &q(&quote), &q(&s.text));
+                // The final answer as the extractive protocol writes it ([`Span::answer`]: a
+                // script's speaker before the span when the question asks who).
+                let answer = s.answer(super::reader::wants(question));
+                g += &tied_branch(&format!("answer_s{j}"), &first_ref, &q(&quote), &q(&answer));
             }
         } else if tied {
             // The passage the first fact cites first is the one its text and the final answer

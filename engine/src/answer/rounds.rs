@@ -220,11 +220,26 @@ impl<'c> Rounds<'c> {
                     self.question_vec = Some(e.embed_query(b, question).await?);
                 }
                 let q = self.question_vec.as_deref().unwrap_or_default();
-                let texts: Vec<&str> = spans.iter().map(|s| s.text.as_str()).collect();
-                e.embed_passages(b, &texts)
+                // Only the spans that could still come first are embedded; the others take
+                // the lowest cosine of those, and stay behind the best.
+                let worth = reader::worth_embedding(&spans);
+                let texts: Vec<&str> = spans
+                    .iter()
+                    .zip(&worth)
+                    .filter(|(_, &w)| w)
+                    .map(|(s, _)| s.text.as_str())
+                    .collect();
+                let cos: Vec<f32> = e
+                    .embed_passages(b, &texts)
                     .await?
                     .iter()
                     .map(|v| v.iter().zip(q).map(|(x, y)| x * y).sum())
+                    .collect();
+                let low = cos.iter().copied().fold(f32::INFINITY, f32::min);
+                let mut it = cos.into_iter();
+                worth
+                    .iter()
+                    .map(|&w| if w { it.next().unwrap_or(low) } else { low })
                     .collect()
             }
             _ => Vec::new(),
@@ -332,7 +347,7 @@ impl<'c> Rounds<'c> {
                         fact: quote.clone(),
                         evidence_refs: vec![schema::EvidenceRef { evidence_id, quote }],
                     }],
-                    final_answer: s.text.clone(),
+                    final_answer: s.answer(reader::wants(&self.out.question)),
                     ..GroundedAction::abstain("")
                 }
             }

@@ -12,13 +12,25 @@
 pub fn spans_of(text: &str, max: usize, min: usize) -> Vec<String> {
     windows(text, max, min)
         .into_iter()
-        .map(|(s, _)| s)
+        .map(|w| w.text)
         .collect()
 }
 
-/// The spans of [`spans_of`], each with the clause just before it in `text` (empty for the
-/// first).
-pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<(String, String)> {
+/// A span of [`spans_of`] with what surrounds it in its passage.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Window {
+    /// The span, verbatim.
+    pub text: String,
+    /// The clause just before it (empty for the first).
+    pub before: String,
+    /// In a script, the label of the speaker whose line the span lies in (`Antonio:`), when
+    /// the span does not open with it: who says the span's words.
+    pub speaker: Option<String>,
+}
+
+/// The spans of [`spans_of`], each with the clause just before it in `text` and the speaker
+/// of its line ([`Window`]).
+pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<Window> {
     let max = max.max(1);
     let units: Vec<(usize, usize)> = clauses(text)
         .into_iter()
@@ -30,18 +42,44 @@ pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<(String, String
         .iter()
         .map(|&(a, _)| starts_with_speaker_label(&text[a..]))
         .collect();
-    let mut out: Vec<(String, String)> = Vec::new();
+    // The speaker's label each unit's line opens with: the last label unit at or before it,
+    // with an abbreviation before it that ends at the same colon (`P.` `King:` are one
+    // label; `Milan.` before `Miranda:` ends of the last line), up to its colon.
+    let colon = |u: usize| text[units[u].0..].find(':').map(|c| units[u].0 + c + 1);
+    let initial = |u: usize| text[units[u].0..units[u].1].trim().chars().count() <= 4;
+    let mut speaker: Vec<Option<(usize, String)>> = Vec::with_capacity(units.len());
+    for u in 0..units.len() {
+        let own = if label[u] {
+            let mut k = u;
+            while k > 0 && label[k - 1] && initial(k - 1) && colon(k - 1) == colon(u) {
+                k -= 1;
+            }
+            colon(u).map(|c| (k, text[units[k].0..c].trim().to_string()))
+        } else {
+            None
+        };
+        let inherited = own.or_else(|| u.checked_sub(1).and_then(|p| speaker[p].clone()));
+        speaker.push(inherited);
+    }
+    let mut out: Vec<Window> = Vec::new();
     for i in 0..units.len() {
         let mut j = i;
         while j + 1 < units.len() && len(units[i].0, units[j + 1].1) <= max && !label[j + 1] {
             j += 1;
         }
         let span = text[units[i].0..units[j].1].trim();
-        if span.chars().count() >= min.min(max) && !out.iter().any(|(o, _)| o == span) {
+        if span.chars().count() >= min.min(max) && !out.iter().any(|o| o.text == span) {
             let before = i
                 .checked_sub(1)
                 .map_or("", |p| text[units[p].0..units[p].1].trim());
-            out.push((span.to_string(), before.to_string()));
+            out.push(Window {
+                text: span.to_string(),
+                before: before.to_string(),
+                // Not when the span opens at (or inside) its speaker's label.
+                speaker: speaker[i]
+                    .as_ref()
+                    .and_then(|(k, l)| (!label[i] && *k < i).then(|| l.clone())),
+            });
         }
         if j + 1 == units.len() {
             break;
@@ -60,7 +98,13 @@ fn is_speaker_label(clause: &str) -> bool {
     (1..=4).contains(&words.len())
         && name.chars().count() <= 32
         && words.iter().all(|w| {
-            let w = w.strip_suffix('.').unwrap_or(w);
+            // An abbreviation may end in a stop (`P.`, `Mrs.`), a name may not (`Milan.` ends
+            // the last line).
+            let w = match w.strip_suffix('.') {
+                Some(a) if a.chars().count() <= 3 => a,
+                Some(_) => return false,
+                None => w,
+            };
             w.starts_with(char::is_uppercase)
                 && w.chars()
                     .all(|c| c.is_alphabetic() || c == '\'' || c == '-')
@@ -182,7 +226,25 @@ mod tests {
             let inside = labels.iter().filter(|l| x[1..].contains(*l)).count();
             assert_eq!(inside, 0, "{x:?} runs into another speaker's line");
         }
+        // Each span inside a line knows its speaker; a span that opens with the label does
+        // not repeat it.
+        let w = windows(t, 30, 5);
+        let who = |x: &str| {
+            w.iter()
+                .find(|v| v.text == x)
+                .map(|v| v.speaker.clone())
+                .unwrap_or_else(|| panic!("{x:?} not in {w:?}"))
+        };
+        assert_eq!(who("Sir, are not you my father?"), Some("Miranda:".into()));
+        assert_eq!(who("Faith, I must leave thee."), Some("P. King:".into()));
+        assert_eq!(who("Thy father was the Duke of"), Some("Prospero:".into()));
+        assert_eq!(who("Milan."), Some("Prospero:".into()));
+        assert_eq!(who("Prospero: Twelve year since,"), None);
+        assert!(windows("No one speaks here, she said.", 30, 5)
+            .iter()
+            .all(|v| v.speaker.is_none()));
         assert!(is_speaker_label(" First Citizen:") && is_speaker_label("P. King:"));
         assert!(!is_speaker_label("said the Hatter:") && !is_speaker_label("Alice"));
+        assert!(is_speaker_label("Mrs. Quickly:") && !is_speaker_label("Milan. Miranda:"));
     }
 }

@@ -1,0 +1,346 @@
+//! Tests of the extractive reader ([`super`]).
+
+use super::*;
+use crate::retrieval::parse_aliases;
+
+fn ev(id: &str, text: &str) -> Evidence {
+    Evidence {
+        id: id.into(),
+        chunk: 0,
+        chapter: String::new(),
+        text: text.into(),
+        fusion_score: 0.0,
+    }
+}
+
+#[test]
+fn stems_match_inflections_and_quotes_carry_the_answer() {
+    for (w, st) in [
+        ("dropped", "drop"),
+        ("drops", "drop"),
+        ("running", "run"),
+        ("glasses", "glass"),
+        ("curiously", "curious"),
+        ("was", "was"),
+        ("红楼", "红楼"),
+    ] {
+        assert_eq!(stem(w), st, "{w}");
+    }
+    let span = "She took down a jar from one of the shelves as she passed; it was labelled \
+                `ORANGE MARMALADE', but to her great disappointment it was empty";
+    let q = "What was written on the label of the jar she took down from a shelf?";
+    let quote = quote_of(span, q, 60);
+    assert!(
+        span.contains(&quote) && quote.chars().count() <= 60,
+        "{quote:?}"
+    );
+    assert!(quote.contains("MARMALADE"), "{quote:?}");
+    assert_eq!(quote_of("short span here", q, 60), "short span here");
+}
+
+#[test]
+fn candidates_drop_restatements_and_weigh_rare_terms() {
+    let bm = Bm25Index::build(
+        [
+            "the rabbit ran by",
+            "a watch in the pocket",
+            "the rabbit took a watch",
+        ],
+        Default::default(),
+    );
+    let asked = Asked::new("What did the rabbit take out of its pocket?", &bm, None);
+    assert!(asked.terms.iter().any(|(t, _)| t == "pocket"));
+    assert!(!asked.terms.iter().any(|(t, _)| t == "the"));
+    let e = [ev(
+        "E1",
+        "The rabbit. It took a watch out of its waistcoat pocket. Nothing else here today.",
+    )];
+    let c = candidates(&e, &asked, None, 80, 5);
+    // "The rabbit." adds nothing beyond the question.
+    assert!(!c.iter().any(|s| s.text == "The rabbit."), "{c:?}");
+    let watch = c.iter().find(|s| s.text.contains("watch")).expect("span");
+    let other = c.iter().find(|s| s.text.contains("Nothing")).expect("span");
+    assert!(watch.lexical > other.lexical, "{c:?}");
+    assert!(watch.lexical <= 1.0);
+}
+
+#[test]
+fn questions_ask_for_kinds_and_spans_fit_them() {
+    for (q, w) in [
+        ("How many gardeners were painting the roses?", Wants::Number),
+        ("What is the name of Alice's cat?", Wants::Name),
+        ("Who took Alice to see the Mock Turtle?", Wants::Name),
+        ("What does the Lory keep saying?", Wants::Words),
+        ("What was written on the label?", Wants::Words),
+        ("Why did Alice sneeze?", Wants::Reason),
+        ("What did Alice find on the table?", Wants::Any),
+        ("Which character jokes about a beggar?", Wants::Name),
+        ("What animal does Alice see?", Wants::Name),
+        ("Which one of the lords swims?", Wants::Name),
+        ("Which two neighbours does the Cat point to?", Wants::Any),
+        ("What one thing did the man carry?", Wants::Any),
+        ("宝玉有几个丫头？", Wants::Number),
+        ("黛玉的母亲是谁？", Wants::Name),
+        ("宝玉对黛玉说了什么？", Wants::Words),
+        ("黛玉为什么哭？", Wants::Reason),
+        // "how" inside a word is not "how many".
+        ("Somehow, what did she eat?", Wants::Any),
+    ] {
+        assert_eq!(wants(q), w, "{q}");
+    }
+    // Quotations: Alice's backtick marks, inner apostrophes, curly and CJK marks.
+    assert_eq!(
+        quotations("said `I don't know,' and `DRINK ME' here"),
+        ["I don't know,", "DRINK ME"]
+    );
+    assert_eq!(
+        quotations("他道：“好妹妹。”又说「去罢"),
+        ["好妹妹。", "去罢"]
+    );
+
+    let bm = Bm25Index::build(["the cat sat", "a rabbit ran"], Default::default());
+    let graph = EntityGraph::build(
+        &[],
+        &parse_aliases("a.tsv", b"Alice\nDinah\tDinah cat").expect("aliases"),
+        &Default::default(),
+    )
+    .expect("graph");
+    let g = Some(&graph);
+    let name = Asked::new("What is the name of Alice's cat?", &bm, g);
+    assert!(name.fits("Dinah my dear!", g));
+    // The question's own entity is no answer.
+    assert!(!name.fits("said Alice to herself,", g));
+    let words = Asked::new("What did the label say?", &bm, g);
+    assert!(words.fits("with the words `DRINK ME' printed", g));
+    // A quotation that only restates the question is no answer.
+    assert!(!words.fits("`the label, say,' she read", g));
+    let num = Asked::new("How many legs?", &bm, g);
+    assert!(num.fits("it had forty-two legs", g) && num.fits("4 legs", g));
+    assert!(num.fits("他有三个丫头", g) && !num.fits("no legs at all", g));
+    let why = Asked::new("Why did she cry?", &bm, g);
+    assert!(why.fits("because the door was shut", g) && !why.fits("the door was shut", g));
+    assert!(!Asked::new("What did she find?", &bm, g).fits("a `key' and 3 cakes", g));
+}
+
+#[test]
+fn who_is_answered_by_a_span_that_names_someone() {
+    // The demo question over the two passages retrieval ranks first (*Alice*, chapter I):
+    // the clause that restates "rabbit-hole" holds more of the question's words, but only
+    // the one that names the Rabbit answers who.
+    let mut e = vec![
+        ev(
+            "E1",
+            "In another moment down went Alice after it, never once considering how in the \
+             world she was to get out again. The rabbit-hole went straight on like a tunnel \
+             for some way, and then dipped suddenly down,",
+        ),
+        ev(
+            "E2",
+            "but when the Rabbit actually TOOK A WATCH OUT OF ITS WAISTCOAT-POCKET, and \
+             looked at it, and then hurried on, Alice started to her feet,",
+        ),
+    ];
+    e[0].fusion_score = 1.0;
+    e[1].fusion_score = 0.86;
+    let bm = Bm25Index::build(
+        [
+            e[0].text.as_str(),
+            e[1].text.as_str(),
+            "a hole in the ground",
+        ],
+        Default::default(),
+    );
+    let graph = EntityGraph::build(
+        &[],
+        &parse_aliases("a.tsv", b"Alice\nRabbit").expect("aliases"),
+        &Default::default(),
+    )
+    .expect("graph");
+    let g = Some(&graph);
+    let asked = Asked::new("Who did Alice follow down the rabbit hole?", &bm, g);
+    let mut spans = candidates(&e, &asked, g, 100, 5);
+    rank(&mut spans, &[]);
+    assert!(spans[0].text.contains("the Rabbit"), "{:#?}", &spans[..3]);
+    assert_eq!(spans[0].kind, NAME_FIT);
+    assert!(spans
+        .iter()
+        .any(|s| s.text.starts_with("The rabbit-hole went straight on") && s.kind == 0.0));
+}
+
+#[test]
+fn spans_left_unembedded_cannot_come_first() {
+    // Random spans: whatever cosines in [-1, 1] the embedder gives, the best span with
+    // every span embedded is the best with only the worthy ones embedded (the others at
+    // the lowest cosine of those).
+    let mut seed = 7u64;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 33) as f32) / (1u64 << 31) as f32
+    };
+    let mut skipped = 0;
+    for _ in 0..200 {
+        let mut spans: Vec<Span> = (0..37)
+            .map(|i| Span {
+                passage: i % 5,
+                text: format!("span {i}"),
+                dense: 0.0,
+                lexical: next(),
+                lead: next() * next(),
+                kind: if next() < 0.3 { 1.0 } else { 0.0 },
+                prior: next(),
+                speaker: None,
+                score: 0.0,
+            })
+            .collect();
+        let cos: Vec<f32> = (0..spans.len()).map(|_| 2.0 * next() - 1.0).collect();
+        let worth = worth_embedding(&spans);
+        skipped += worth.iter().filter(|w| !**w).count();
+        let low = cos
+            .iter()
+            .zip(&worth)
+            .filter(|(_, w)| **w)
+            .map(|(c, _)| *c)
+            .fold(f32::INFINITY, f32::min);
+        let partial: Vec<f32> = cos
+            .iter()
+            .zip(&worth)
+            .map(|(c, w)| if *w { *c } else { low })
+            .collect();
+        let mut all = spans.clone();
+        rank(&mut all, &cos);
+        rank(&mut spans, &partial);
+        assert_eq!(all[0].text, spans[0].text);
+    }
+    // And it does leave spans out.
+    assert!(skipped > 200 * 37 / 4, "{skipped}");
+}
+
+#[test]
+fn a_line_inside_a_speech_answers_who_with_its_speaker() {
+    let text = "Alice: I have done thee worthy service, Told thee no lies, \
+                made no mistakings, served Without grudge or grumblings. Dinah: Well.";
+    let bm = Bm25Index::build([text], Default::default());
+    let graph = EntityGraph::build(
+        &[],
+        &parse_aliases("a.tsv", b"Alice\nDinah").expect("aliases"),
+        &Default::default(),
+    )
+    .expect("graph");
+    let g = Some(&graph);
+    let q = "Which character served without grumblings?";
+    let asked = Asked::new(q, &bm, g);
+    assert_eq!(asked.wants, Wants::Name);
+    let spans = candidates(&[ev("E1", text)], &asked, g, 60, 5);
+    let inside = spans
+        .iter()
+        .find(|s| s.text == "served Without grudge or grumblings.")
+        .expect("the span inside Alice's line");
+    // The speaker's label names someone the question does not: the span fits.
+    assert_eq!(inside.speaker.as_deref(), Some("Alice:"));
+    assert_eq!(inside.kind, NAME_FIT);
+    assert_eq!(
+        inside.answer(asked.wants),
+        "Alice: … served Without grudge or grumblings."
+    );
+    // Another kind of question gets the span alone.
+    assert_eq!(inside.answer(Wants::Any), inside.text);
+    // A speaker the question names is no answer.
+    let named = Asked::new("Who but Alice served without grumblings?", &bm, g);
+    assert_eq!(named.wants, Wants::Name);
+    let spans = candidates(&[ev("E1", text)], &named, g, 60, 5);
+    let inside = spans
+        .iter()
+        .find(|s| s.text == "served Without grudge or grumblings.")
+        .expect("the span");
+    assert_eq!(inside.kind, 0.0);
+}
+
+#[test]
+fn choices_skip_overlapping_windows_and_passages_not_shown() {
+    let span = |passage: usize, text: &str| Span {
+        passage,
+        text: text.into(),
+        dense: 0.0,
+        lexical: 0.0,
+        lead: 0.0,
+        kind: 0.0,
+        prior: 0.0,
+        speaker: None,
+        score: 0.0,
+    };
+    let spans = [
+        span(0, "and round the neck of the bottle was a paper label,"),
+        span(
+            0,
+            "round the neck of the bottle was a paper label, with the words",
+        ),
+        span(2, "The Rabbit took a watch out of its pocket."),
+        span(1, "with the words DRINK ME beautifully printed on it"),
+        span(1, "She went on growing."),
+    ];
+    let c: Vec<&str> = choices(&spans, 2, 3)
+        .iter()
+        .map(|s| s.text.as_str())
+        .collect();
+    assert_eq!(
+        c,
+        [
+            "and round the neck of the bottle was a paper label,",
+            "with the words DRINK ME beautifully printed on it",
+            "She went on growing."
+        ]
+    );
+}
+
+#[test]
+fn rank_and_reorder_put_the_best_passage_first() {
+    let mut e = vec![
+        ev("E1", "Nothing here at all."),
+        ev("E2", "A watch it was."),
+    ];
+    let mut s = vec![
+        Span {
+            passage: 0,
+            text: "Nothing here at all.".into(),
+            dense: 0.0,
+            lexical: 0.0,
+            lead: 0.0,
+            kind: 0.0,
+            prior: 1.0,
+            speaker: None,
+            score: 0.0,
+        },
+        Span {
+            passage: 1,
+            text: "A watch it was.".into(),
+            dense: 0.0,
+            lexical: 0.5,
+            lead: 0.2,
+            kind: 1.0,
+            prior: 0.5,
+            speaker: None,
+            score: 0.0,
+        },
+    ];
+    rank(&mut s, &[0.3, 0.4]);
+    assert_eq!(s[0].text, "A watch it was.");
+    // 0.2·0.4 + 0.5 + 0.2 + 0.6 from its words, + 1.2·0.5 from its passage's rank.
+    assert!((s[0].answer_score() - 1.38).abs() < 1e-6);
+    assert!((s[0].score - 1.98).abs() < 1e-6);
+    // Spans whose words score alike go by their passages' retrieval rank.
+    let mut tie = vec![s[1].clone(), s[0].clone()];
+    tie[0].prior = 0.2;
+    tie[1].prior = 1.0;
+    tie[0].lexical = tie[1].lexical;
+    tie[0].lead = tie[1].lead;
+    tie[0].kind = tie[1].kind;
+    let want = tie[1].text.clone();
+    rank(&mut tie, &[0.4, 0.4]);
+    assert_eq!(tie[0].text, want);
+    reorder(&mut e, &mut s, 0);
+    assert_eq!(e[0].text, "A watch it was.");
+    assert_eq!((e[0].id.as_str(), e[1].id.as_str()), ("E1", "E2"));
+    assert_eq!((s[0].passage, s[1].passage), (0, 1));
+}
