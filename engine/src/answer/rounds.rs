@@ -22,10 +22,6 @@ use super::grammar::{self, Closers};
 use super::modes::{self, ModeOutcome};
 use super::prompt::{self, Fitted, Room};
 use super::reader::{self, Span};
-
-/// Tokens of the grounded JSON around the reader's answer (keys, the action, an id, the
-/// closing brackets) kept free beside the three copies of the answer.
-const FORCED_OVERHEAD: usize = 128;
 use super::schema::{self, GroundedAction, Hypothesis, NextAction};
 use super::validate::{self, Checked};
 use super::{recover, Answer, AskConfig, FinalFact, Mode, Retriever, Round, Timings};
@@ -33,6 +29,13 @@ use crate::backend::Backend;
 use crate::error::Result;
 use crate::generate::{now_ms, GenerateOptions};
 use crate::retrieval::Hit;
+
+/// Tokens of the grounded JSON around the reader's answer (keys, the action, an id, the
+/// closing brackets) kept free beside the three copies of the answer.
+const FORCED_OVERHEAD: usize = 128;
+/// Different readings the extractive protocol tries, best first, until the validator accepts
+/// one ([`Rounds::extract`]).
+const EXTRACT_TRIES: usize = 4;
 
 /// What a checked action leads to.
 #[derive(Clone, Debug, PartialEq)]
@@ -331,26 +334,36 @@ impl<'c> Rounds<'c> {
 
     /// Extractive mode: the round's output is the action the grammar forces with the reader's
     /// best span (`choices: 1`): one fact, the span quoted from its passage ([`reader::quote_of`])
-    /// with the quote as the fact, and the span as the final answer; `retrieve_more` for the
-    /// question's own words when no passage holds a span. Returns how many passages were shown
+    /// with the quote as the fact, and the span as the final answer ([`Span::answer`]); when
+    /// the validator refuses that answer, the next best reading it accepts; `retrieve_more` for
+    /// the question's own words when no passage holds a span. Returns how many passages were shown
     /// (all of them).
     pub fn extract(&self, r: &mut Round) -> usize {
         let shown = self.out.evidence.len();
-        let action = match reader::choices(&self.spans, shown, 1).first() {
-            Some(s) => {
-                let quote =
-                    reader::quote_of(&s.text, &self.out.question, self.cfg.caps.quote_chars);
-                let evidence_id = self.out.evidence[s.passage].id.clone();
-                GroundedAction {
-                    next_action: NextAction::AnswerDirectly,
-                    supported_facts: vec![schema::Fact {
-                        fact: quote.clone(),
-                        evidence_refs: vec![schema::EvidenceRef { evidence_id, quote }],
-                    }],
-                    final_answer: s.answer(reader::wants(&self.out.question)),
-                    ..GroundedAction::abstain("")
-                }
+        let question = &self.out.question;
+        let wants = reader::wants(question);
+        let answer_with = |s: &reader::Span| {
+            let quote = reader::quote_of(&s.text, question, self.cfg.caps.quote_chars);
+            let evidence_id = self.out.evidence[s.passage].id.clone();
+            GroundedAction {
+                next_action: NextAction::AnswerDirectly,
+                supported_facts: vec![schema::Fact {
+                    fact: quote.clone(),
+                    evidence_refs: vec![schema::EvidenceRef { evidence_id, quote }],
+                }],
+                final_answer: s.answer(wants),
+                ..GroundedAction::abstain("")
             }
+        };
+        // The best span whose answer the validator accepts (a span whose quote only repeats
+        // the question is refused, and would be again in the next round), among the
+        // `EXTRACT_TRIES` best different readings; else the best, refused as it is.
+        let choices = reader::choices(&self.spans, shown, EXTRACT_TRIES);
+        let accepted = choices.iter().map(|s| answer_with(s)).find(|a| {
+            validate::check(a, &self.out.evidence[..shown], &self.cfg.caps, question).ok()
+        });
+        let action = match accepted.or_else(|| choices.first().map(|s| answer_with(s))) {
+            Some(a) => a,
             None => GroundedAction {
                 next_action: NextAction::RetrieveMore,
                 follow_up_hypothesis: Some(Hypothesis {
@@ -655,6 +668,48 @@ mod tests {
         assert_eq!(a.snippets.len(), 2);
         assert_eq!(a.rounds[1].outcome, ParseOutcome::Failed);
         assert_eq!(a.action_sequence(), "retrieve_more>unparsed>abstain*");
+    }
+
+    #[test]
+    fn extraction_takes_the_best_reading_the_checks_accept() {
+        let cfg = AskConfig::default();
+        let mut run = Rounds::new(&cfg, QUESTION.into(), true);
+        let text = "What did the Rabbit take out of its pocket? A gold watch, of course.";
+        let mut r = run
+            .brief(&[hit(3, text, Some(0.6))], Some(0.4), 1)
+            .expect("a brief");
+        let span = |t: &str, score: f32| Span {
+            passage: 0,
+            text: t.into(),
+            dense: 0.0,
+            lexical: 0.0,
+            lead: 0.0,
+            kind: 0.0,
+            prior: 1.0,
+            speaker: None,
+            score,
+        };
+        // The reader's best span restates the question: its quote would be refused.
+        let restating = span("What did the Rabbit take out of its pocket?", 2.0);
+        run.spans = vec![restating.clone(), span("A gold watch, of course.", 1.0)];
+        run.extract(&mut r);
+        let (a, _) = recover::parse_action(&r.raw_output);
+        let a = a.expect("an action");
+        assert_eq!(a.final_answer, "A gold watch, of course.");
+        assert!(run.read(r, 1, false).is_break());
+        // With no other reading, the best one stands and is refused as before.
+        let mut run = Rounds::new(&cfg, QUESTION.into(), true);
+        let mut r = run
+            .brief(&[hit(3, text, Some(0.6))], Some(0.4), 1)
+            .expect("a brief");
+        run.spans = vec![restating];
+        run.extract(&mut r);
+        let (a, _) = recover::parse_action(&r.raw_output);
+        assert_eq!(
+            a.expect("an action").final_answer,
+            "What did the Rabbit take out of its pocket?"
+        );
+        assert!(run.read(r, 1, false).is_continue());
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<Window> {
             while k > 0 && label[k - 1] && initial(k - 1) && colon(k - 1) == colon(u) {
                 k -= 1;
             }
-            colon(u).map(|c| (k, text[units[k].0..c].trim().to_string()))
+            colon(u).map(|c| (k, trim_dashes(&text[units[k].0..c]).to_string()))
         } else {
             None
         };
@@ -91,7 +91,7 @@ pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<Window> {
 /// A clause that is only a script's speaker label, as the index writes it: one to four
 /// capitalised words and a colon (`Gonzalo:`, `First Citizen:`, `P. King:`).
 fn is_speaker_label(clause: &str) -> bool {
-    let Some(name) = clause.trim().strip_suffix(':') else {
+    let Some(name) = trim_dashes(clause).strip_suffix(':') else {
         return false;
     };
     let words: Vec<&str> = name.split_whitespace().collect();
@@ -109,6 +109,12 @@ fn is_speaker_label(clause: &str) -> bool {
                 && w.chars()
                     .all(|c| c.is_alphabetic() || c == '\'' || c == '-')
         })
+}
+
+/// `text` trimmed, and without the dashes an interrupted line ends with (`conscience,--
+/// Antonio:` splits after the comma).
+fn trim_dashes(text: &str) -> &str {
+    text.trim().trim_start_matches(['-', '–', '—']).trim_start()
 }
 
 /// Does `rest` open with a speaker's label (which may span clauses: `P. King:`)?
@@ -246,5 +252,20 @@ mod tests {
         assert!(is_speaker_label(" First Citizen:") && is_speaker_label("P. King:"));
         assert!(!is_speaker_label("said the Hatter:") && !is_speaker_label("Alice"));
         assert!(is_speaker_label("Mrs. Quickly:") && !is_speaker_label("Milan. Miranda:"));
+        // A line cut short ends in dashes; the next speaker's label follows them.
+        let cut = "Sebastian: But, for your conscience,-- Antonio: Ay, sir; where lies that?";
+        let w = windows(cut, 25, 5);
+        assert!(
+            w.iter().any(|v| v.text == "Ay, sir; where lies that?"
+                && v.speaker.as_deref() == Some("Antonio:")),
+            "{w:?}"
+        );
+        assert!(
+            w.iter().all(|v| !v.text[1..].contains("Antonio:")
+                || v.text
+                    .trim_start_matches(['-', ' '])
+                    .starts_with("Antonio:")),
+            "{w:?}"
+        );
     }
 }
