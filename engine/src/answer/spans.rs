@@ -44,7 +44,7 @@ pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<Window> {
         .collect();
     // The speaker's label each unit's line opens with: the last label unit at or before it,
     // with an abbreviation before it that ends at the same colon (`P.` `King:` are one
-    // label; `Milan.` before `Miranda:` ends of the last line), up to its colon.
+    // label; `Milan.` before `Miranda:` ends the last line), up to its colon.
     let colon = |u: usize| text[units[u].0..].find(':').map(|c| units[u].0 + c + 1);
     let initial = |u: usize| text[units[u].0..units[u].1].trim().chars().count() <= 4;
     let mut speaker: Vec<Option<(usize, String)>> = Vec::with_capacity(units.len());
