@@ -334,6 +334,7 @@ pub fn build_grammar(
             // longer than a quote may be) and gives the span as the final answer.
             let alts: Vec<String> = (0..choices.len()).map(|j| format!("answer_s{j}")).collect();
             g += &format!("answer: {}\n", alts.join(" | "));
+            let wants = super::reader::wants(question);
             for (j, s) in choices.iter().enumerate() {
                 let quote = super::reader::quote_of(&s.text, question, caps.quote_chars);
                 let first_ref = format!(
@@ -347,7 +348,7 @@ pub fn build_grammar(
                 );
                 // The final answer as the extractive protocol writes it ([`Span::answer`]: a
                 // script's speaker before the span when the question asks who).
-                let answer = s.answer(super::reader::wants(question));
+                let answer = s.answer(wants);
                 g += &tied_branch(&format!("answer_s{j}"), &first_ref, &q(&quote), &q(&answer));
             }
         } else if tied {

@@ -638,7 +638,7 @@ pub fn quote_of(span: &str, question: &str, max: usize) -> String {
 pub fn worth_embedding(spans: &[Span]) -> Vec<bool> {
     let plain: Vec<f32> = spans
         .iter()
-        .map(|s| LEXICAL * s.lexical + LEAD * s.lead + KIND * s.kind + PRIOR * s.prior)
+        .map(|s| s.answer_score() - DENSE * s.dense + PRIOR * s.prior)
         .collect();
     let best = plain.iter().copied().fold(f32::MIN, f32::max);
     plain.iter().map(|&p| p >= best - 2.0 * DENSE).collect()

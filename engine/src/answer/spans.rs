@@ -47,18 +47,18 @@ pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<Window> {
     // label; `Milan.` before `Miranda:` ends the last line), up to its colon.
     let colon = |u: usize| text[units[u].0..].find(':').map(|c| units[u].0 + c + 1);
     let initial = |u: usize| text[units[u].0..units[u].1].trim().chars().count() <= 4;
-    let mut speaker: Vec<Option<(usize, String)>> = Vec::with_capacity(units.len());
+    let mut speaker: Vec<Option<(usize, &str)>> = Vec::with_capacity(units.len());
     for u in 0..units.len() {
         let own = if label[u] {
             let mut k = u;
             while k > 0 && label[k - 1] && initial(k - 1) && colon(k - 1) == colon(u) {
                 k -= 1;
             }
-            colon(u).map(|c| (k, trim_dashes(&text[units[k].0..c]).to_string()))
+            colon(u).map(|c| (k, trim_dashes(&text[units[k].0..c])))
         } else {
             None
         };
-        let inherited = own.or_else(|| u.checked_sub(1).and_then(|p| speaker[p].clone()));
+        let inherited = own.or_else(|| u.checked_sub(1).and_then(|p| speaker[p]));
         speaker.push(inherited);
     }
     let mut out: Vec<Window> = Vec::new();
@@ -77,8 +77,8 @@ pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<Window> {
                 before: before.to_string(),
                 // Not when the span opens at (or inside) its speaker's label.
                 speaker: speaker[i]
-                    .as_ref()
-                    .and_then(|(k, l)| (!label[i] && *k < i).then(|| l.clone())),
+                    .filter(|&(k, _)| !label[i] && k < i)
+                    .map(|(_, l)| l.to_string()),
             });
         }
         if j + 1 == units.len() {
