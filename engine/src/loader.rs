@@ -99,17 +99,19 @@ pub fn load<B: Backend>(
     }
 }
 
-/// The weight format a GGUF runs in by default: LQ4 when its layer matrices are 4-bit (Q4_0,
-/// Q4_1, Q4_K: the 4-bit path is the fast one, and f32 would hold 7× the bytes), f32 otherwise.
-/// (A q4 bundle: LQ4; a Hugging Face folder: f32.)
+/// The weight format a GGUF runs in by default: the block path ([`WeightFormat::Q4`]) when its
+/// layer matrices are quantized blocks the kernels read (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
+/// Q5_K, Q6_K: kept with their values, see [`crate::format::ggml_blocks`]; f32 would hold up to
+/// 7× the bytes and decode slower), f32 otherwise (an f16 / bf16 / f32 file, which the block path
+/// would round). (A q4 bundle: its blocks; a Hugging Face folder: f32.)
 pub fn gguf_format(g: &Gguf) -> WeightFormat {
-    use crate::format::gguf::GgmlType;
-    let four_bit = g.tensors.iter().any(|t| {
+    use crate::format::gguf::GgmlType::*;
+    let blocks = g.tensors.iter().any(|t| {
         t.name.starts_with("blk.")
             && t.dims.len() == 2
-            && matches!(t.ty, Ok(GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q4K))
+            && matches!(t.ty, Ok(Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0 | Q4K | Q5K | Q6K))
     });
-    if four_bit {
+    if blocks {
         WeightFormat::Q4
     } else {
         WeightFormat::F32

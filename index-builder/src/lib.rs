@@ -2,6 +2,7 @@
 //! bundle the page and the desktop build load. The `index-builder` binary is a thin CLI over
 //! this library; tests drive the library directly.
 
+pub mod calibrate;
 pub mod error;
 pub mod index;
 pub mod lora;

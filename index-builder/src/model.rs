@@ -8,7 +8,9 @@
 //! # Per-tensor policy
 //! - 1-D tensors (RMSNorm weights) stay f32 under every policy.
 //! - Matrices (every projection, the embedding and an untied LM head) get the policy's dtype:
-//!   `q4` → LQ4 (q8 for a matrix whose columns are not a multiple of 32), `q8`, `f16`, `f32`.
+//!   `q4` → LQ4 (q8 for a matrix whose columns are not a multiple of 32; a GGUF's own blocks
+//!   kept, see `ggml_blocks.rs`), `q8`, `f16`, `f32`; LQ4 weighted by a calibration's
+//!   activation statistics when [`ModelOptions::importance`] is set.
 //! - A matrix is cut into row blocks of at most `min(max binding, shard size)` bytes, so no
 //!   binding exceeds WebGPU's default 128 MiB and every block fits one shard.
 
@@ -16,6 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use lorekeeper_engine::cpu::importance::ImportanceMap;
 use lorekeeper_engine::format::bundle::{
     BundlePart, DType, GpuLimits, LoraSummary, ModelManifest, Quant, TensorEntry, TensorPart,
     TokenizerEntry, DEFAULT_MAX_BINDING,
@@ -51,6 +54,8 @@ pub struct ModelOptions {
     pub block_bytes: usize,
     /// Show a progress bar.
     pub progress: bool,
+    /// Column importances from a calibration text (importance-weighted LQ4); `None`: uniform.
+    pub importance: Option<ImportanceMap>,
 }
 
 impl ModelOptions {
@@ -65,6 +70,7 @@ impl ModelOptions {
             max_binding: DEFAULT_MAX_BINDING,
             block_bytes: BLOCK_BYTES,
             progress: false,
+            importance: None,
         }
     }
 }
@@ -114,7 +120,7 @@ pub fn peak_rss_mib() -> Option<f64> {
 
 fn policy_text(q: Quant) -> String {
     match q {
-        Quant::Q4 => "matrices LQ4 (GGUF Q4_0/Q4_1 matrices kept as they are in lq4h, Q5_0/Q5_1/Q8_0 in q8_0; q8 where columns % 32 != 0), embedding LQ4, 1-D f32".into(),
+        Quant::Q4 => "matrices LQ4 (GGUF Q4_0/Q4_1/Q4_K matrices kept with their codes in lq4h, Q5_0/Q5_1/Q8_0/Q5_K/Q6_K in q8_0; q8 where columns % 32 != 0), embedding LQ4, 1-D f32".into(),
         Quant::Lq4 => "matrices and embedding LQ4, GGUF blocks requantized (q8 where columns % 32 != 0), 1-D f32".into(),
         Quant::Q8 => "matrices q8 (int8, f32 scale per 32), 1-D f32".into(),
         Quant::F16 => "matrices f16, 1-D f32".into(),
@@ -344,7 +350,7 @@ impl Import<'_> {
         let keep_f32 = lorekeeper_engine::models::qwen3_5::F32_MATRICES
             .iter()
             .any(|s| name.ends_with(s));
-        // A GGUF Q4_0 / Q4_1 / Q5_x / Q8_0 matrix is kept as it is (no second rounding); a
+        // A GGUF Q4_0 / Q4_1 / Q5_x / Q8_0 / k-quant matrix is kept (no second rounding); a
         // LoRA merge changes the values, so an adapted matrix is quantized afresh.
         let kept = if shape.len() == 2
             && !keep_f32
@@ -426,7 +432,14 @@ impl Import<'_> {
                 // Lq4h and Q80 are chosen only where the source holds the blocks (returned
                 // above).
                 DType::Lq4 | DType::Lq4h | DType::Q80 => {
-                    q4_blocks.push(Q4Matrix::quantize(name, b1 - b0, cols, &data)?)
+                    let imp = self.o.importance.as_ref().and_then(|m| m.get(name));
+                    q4_blocks.push(Q4Matrix::quantize_weighted(
+                        name,
+                        b1 - b0,
+                        cols,
+                        &data,
+                        imp,
+                    )?)
                 }
             }
             self.bar.inc(data.len() as u64);

@@ -5,7 +5,9 @@ use std::sync::{Arc, RwLock};
 use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 
 use super::math::GEMM_MIN_ROWS;
-use super::{attention, elementwise, embed, matmul, norm, pool, recurrent, rope, select, simd};
+use super::{
+    attention, elementwise, embed, importance, matmul, norm, pool, recurrent, rope, select, simd,
+};
 use crate::backend::{
     check, need_len, AttnShape, Backend, BufferLen, DeltaShape, KvFormat, MatmulKernel, RopeShape,
     Selection,
@@ -108,11 +110,15 @@ impl Backend for CpuBackend {
     }
 
     fn alloc(&self, _label: &str, len: usize) -> Result<CpuBuffer> {
-        Ok(CpuBuffer(Arc::new(RwLock::new(vec![0.0; len]))))
+        let b = CpuBuffer(Arc::new(RwLock::new(vec![0.0; len])));
+        importance::register(Arc::as_ptr(&b.0) as usize, None);
+        Ok(b)
     }
 
-    fn upload(&self, _label: &str, data: &[f32]) -> Result<CpuBuffer> {
-        Ok(CpuBuffer(Arc::new(RwLock::new(data.to_vec()))))
+    fn upload(&self, label: &str, data: &[f32]) -> Result<CpuBuffer> {
+        let b = CpuBuffer(Arc::new(RwLock::new(data.to_vec())));
+        importance::register(Arc::as_ptr(&b.0) as usize, Some(label));
+        Ok(b)
     }
 
     fn write(&self, buf: &CpuBuffer, data: &[f32]) -> Result<()> {
@@ -177,7 +183,9 @@ impl Backend for CpuBackend {
     ) -> Result<()> {
         check::f32_matmul(x, w, rows, cols, out, m)?;
         no_alias("f32_matmul", out, &[x, w])?;
-        matmul::f32_matmul(&x.get(), &w.get(), rows, cols, &mut out.get_mut(), m);
+        let x = x.get();
+        importance::observe(Arc::as_ptr(&w.0) as usize, &x, m, cols);
+        matmul::f32_matmul(&x, &w.get(), rows, cols, &mut out.get_mut(), m);
         Ok(())
     }
 

@@ -9,6 +9,7 @@
 //!   behind one dispatch (AVX2, NEON, simd128, scalar); prefill as a packed SGEMM;
 //! - [`attention`], [`rope`], [`norm`], [`elementwise`], [`recurrent`], [`embed`], [`select`]:
 //!   the other op families;
+//! - [`importance`]: activation statistics for importance-weighted quantization;
 //! - [`math`]: `dot`, `sum`, `fast_exp`, the SGEMM and the row split; [`pool`]: the threads
 //!   (one persistent pool, sized to the physical cores by default).
 
@@ -17,6 +18,7 @@ pub mod backend;
 pub mod elementwise;
 pub mod embed;
 pub mod gemv;
+pub mod importance;
 pub mod math;
 pub mod matmul;
 pub mod norm;

@@ -1,7 +1,10 @@
 //! GGUF's quantized blocks as the engine's block matrices with the same values (issue 21):
-//! Q4_0 / Q4_1 as `lq4h`, Q5_0 / Q5_1 / Q8_0 as `q8_0` ([`BlockLayout`]). The layouts are
-//! documented in [`crate::quant`]; this file only reads GGUF's bytes into them, so the format
-//! module depends on `quant` and never the other way.
+//! Q4_0 / Q4_1 as `lq4h`, Q5_0 / Q5_1 / Q8_0 as `q8_0` ([`BlockLayout`]), exactly; the k-quants
+//! Q4_K as `lq4h`, Q5_K and Q6_K as `q8_0`, with their codes and with each group's scale `d·sc` (a
+//! product of an f16 and a 6- or 8-bit integer) rounded to f16 (see [`Q4Matrix::from_ggml_q4_k`]
+//! and [`Q4Matrix::from_ggml_q6_k`] for the error bounds). The layouts are documented in
+//! [`crate::quant`]; this file only reads GGUF's bytes into them, so the format module depends
+//! on `quant` and never the other way.
 
 use crate::error::{EngineError, Result};
 use crate::quant::{BlockLayout, Q4Matrix, GROUP};
@@ -73,6 +76,233 @@ impl Q4Matrix {
             data: out,
             layout,
         })
+    }
+
+    /// A GGUF `Q4_K` tensor `[rows, cols]` (super-blocks of 256 weights in 144 bytes: f16 `d`,
+    /// f16 `dmin`, 12 bytes holding eight 6-bit `(sc, m)` pairs, 128 bytes of codes; group `j`
+    /// of 32 is `w = d·sc_j·q − dmin·m_j`) as an `lq4h` matrix: the codes as they are, each
+    /// group's `(s, m) = (d·sc_j, dmin·m_j)` rounded to f16. The products need up to 17
+    /// significant bits and f16 holds 11, so a weight moves by at most `2⁻¹¹·|w|` (the 4-bit
+    /// step itself is `d·sc_j`, about 16 times the weight's size); llama.cpp's own kernels
+    /// round the activations they multiply to 8 bits. 5.0 bits per weight where the file
+    /// spends 4.5.
+    pub fn from_ggml_q4_k(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
+        let blocks = Self::ggml_kquant_count(name, rows, cols, data.len(), 144)?;
+        let layout = BlockLayout::Lq4h;
+        let sm = layout.sm_offset(rows, cols);
+        let mut out = vec![0u32; layout.words(rows, cols)];
+        let per_row = cols / 256;
+        for (i, b) in data.chunks_exact(144).enumerate().take(blocks) {
+            let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
+            let scales = &b[4..16];
+            let qs = &b[16..144];
+            for j in 0..8 {
+                let word =
+                    kquant_group_word(d, dmin, kquant_scale_min(scales, j)).map_err(|e| {
+                        EngineError::Quantize {
+                            tensor: name.into(),
+                            detail: format!(
+                                "row {}, super-block {}: {e}",
+                                i / per_row,
+                                i % per_row
+                            ),
+                        }
+                    })?;
+                let g = 8 * i + j;
+                out[sm + g] = word;
+                // Group 2c holds the low nibbles of qs[32c..32c + 32], group 2c + 1 the high.
+                let q = &qs[32 * (j / 2)..32 * (j / 2) + 32];
+                let shift = 4 * (j % 2);
+                for w in 0..4 {
+                    let mut word = 0u32;
+                    for t in 0..8 {
+                        word |= (((q[8 * w + t] >> shift) & 0xF) as u32) << (4 * t);
+                    }
+                    out[4 * g + w] = word;
+                }
+            }
+        }
+        Ok(Q4Matrix {
+            rows,
+            cols,
+            data: out,
+            layout,
+        })
+    }
+
+    /// A GGUF `Q5_K` tensor `[rows, cols]` (super-blocks of 256 weights in 176 bytes: f16 `d`,
+    /// f16 `dmin`, eight packed 6-bit `(sc, m)` pairs as in Q4_K, 32 bytes of fifth bits, 128 of
+    /// nibbles; group `j` is `w = d·sc_j·q − dmin·m_j` with `q` in 0..=31) as a `q8_0` matrix:
+    /// the 5-bit codes as they are, `(s, m) = (d·sc_j, dmin·m_j)` rounded to f16 (at most
+    /// `2⁻¹¹` relative, as for Q4_K). 9 bits per weight where the file spends 5.5.
+    pub fn from_ggml_q5_k(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
+        let blocks = Self::ggml_kquant_count(name, rows, cols, data.len(), 176)?;
+        let layout = BlockLayout::Q8;
+        let sm = layout.sm_offset(rows, cols);
+        let mut out = vec![0u32; layout.words(rows, cols)];
+        let per_row = cols / 256;
+        for (i, b) in data.chunks_exact(176).enumerate().take(blocks) {
+            let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
+            let (scales, qh, qs) = (&b[4..16], &b[16..48], &b[48..176]);
+            for j in 0..8 {
+                let g = 8 * i + j;
+                out[sm + g] =
+                    kquant_group_word(d, dmin, kquant_scale_min(scales, j)).map_err(|e| {
+                        EngineError::Quantize {
+                            tensor: name.into(),
+                            detail: format!(
+                                "row {}, super-block {}: {e}",
+                                i / per_row,
+                                i % per_row
+                            ),
+                        }
+                    })?;
+                let q = &qs[32 * (j / 2)..32 * (j / 2) + 32];
+                let mut codes = [0u8; 32];
+                for (l, c) in codes.iter_mut().enumerate() {
+                    *c = ((q[l] >> (4 * (j % 2))) & 0xF) | (((qh[l] >> j) & 1) << 4);
+                }
+                for (w, c) in codes.chunks_exact(4).enumerate() {
+                    out[8 * g + w] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                }
+            }
+        }
+        Ok(Q4Matrix {
+            rows,
+            cols,
+            data: out,
+            layout,
+        })
+    }
+
+    /// A GGUF `Q6_K` tensor `[rows, cols]` (super-blocks of 256 weights in 210 bytes: 128 bytes
+    /// of low nibbles, 64 of high bit pairs, sixteen signed 8-bit scales, f16 `d`; sub-block
+    /// `i` of 16 is `w = d·sc_i·q` with `q` in −32..=31) as a `q8_0` matrix, group by group of
+    /// 32 (two sub-blocks with scales `a` and `b`):
+    /// - when `|a| / gcd` and `|b| / gcd` are at most 4 (equal scales among them), the codes are
+    ///   `q·sc / gcd` and the scale `d·gcd`: the same values up to the scale's f16 rounding
+    ///   (`2⁻¹¹` relative);
+    /// - otherwise the scale is `d·max(|a|, |b|) / 4` and the codes `q·sc·4 / max`, exact for
+    ///   the sub-block with the larger scale and rounded for the other (at most an eighth of
+    ///   the larger sub-block's 6-bit step; the 6-bit rounding the file already holds is half a
+    ///   step);
+    /// - and where even that overflows 8 bits (scales of equal size and opposite sign with a
+    ///   code of −32), `d·max / (127/32)`, every code rounded (at most 0.13 of that step).
+    ///
+    /// 9 bits per weight where the file spends 6.56.
+    pub fn from_ggml_q6_k(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
+        let blocks = Self::ggml_kquant_count(name, rows, cols, data.len(), 210)?;
+        let layout = BlockLayout::Q8;
+        let sm = layout.sm_offset(rows, cols);
+        let mut out = vec![0u32; layout.words(rows, cols)];
+        let per_row = cols / 256;
+        for (i, b) in data.chunks_exact(210).enumerate().take(blocks) {
+            let (ql, qh, sc) = (&b[0..128], &b[128..192], &b[192..208]);
+            let d = f16_at(b, 208);
+            // The 6-bit codes (−32..=31) in weight order, as the dequantization reads them.
+            let mut q = [0i32; 256];
+            for h in 0..2 {
+                let (ql, qh) = (&ql[64 * h..], &qh[32 * h..]);
+                for l in 0..32 {
+                    let o = 128 * h + l;
+                    q[o] = ((ql[l] & 0xF) | ((qh[l] & 3) << 4)) as i32 - 32;
+                    q[o + 32] = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) as i32 - 32;
+                    q[o + 64] = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i32 - 32;
+                    q[o + 96] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) as i32 - 32;
+                }
+            }
+            for t in 0..8 {
+                // Weights 32t..32t + 32: sub-blocks 2t and 2t + 1 (scales sc[8h + 2u], +1 with
+                // h = t / 4, u = t % 4, as the dequantization indexes them).
+                let (h, u) = (t / 4, t % 4);
+                let (a, bb) = (
+                    sc[8 * h + 2 * u] as i8 as i32,
+                    sc[8 * h + 2 * u + 1] as i8 as i32,
+                );
+                let (big, sign) = match a.abs().max(bb.abs()) {
+                    0 => (1, 1),
+                    m => (m, if a == m || bb == m { 1 } else { -1 }),
+                };
+                let g = gcd(a.unsigned_abs(), bb.unsigned_abs()).max(1) as i32;
+                // code = q·sc·sign·num / den, group scale d·sign·den / num: the first choice
+                // whose codes fit 8 bits (the last always does).
+                let fit = |num: i32, den: i32| -> Option<[u8; 32]> {
+                    let mut c = [0u8; 32];
+                    for (k, c) in c.iter_mut().enumerate() {
+                        let s = if k < 16 { a } else { bb };
+                        let r = (q[32 * t + k] * s * sign * num) as f64 / den as f64;
+                        let r = r.round();
+                        if !(-128.0..=127.0).contains(&r) {
+                            return None;
+                        }
+                        *c = r as i8 as u8;
+                    }
+                    Some(c)
+                };
+                let Some((num, den, codes)) = [(1, g), (4, big), (127, 32 * big)]
+                    .into_iter()
+                    .find_map(|(n, dd)| fit(n, dd).map(|c| (n, dd, c)))
+                else {
+                    return Err(EngineError::Quantize {
+                        tensor: name.into(),
+                        detail: format!(
+                            "row {}, super-block {}: codes do not fit 8 bits",
+                            i / per_row,
+                            i % per_row
+                        ),
+                    });
+                };
+                let scale = half::f16::from_f32(d * (sign * den) as f32 / num as f32);
+                if !scale.is_finite() {
+                    return Err(EngineError::Quantize {
+                        tensor: name.into(),
+                        detail: format!(
+                            "row {}, super-block {}: group scale of {d}·{den}/{num} is not a finite f16",
+                            i / per_row,
+                            i % per_row
+                        ),
+                    });
+                }
+                let gi = 8 * i + t;
+                out[sm + gi] = scale.to_bits() as u32;
+                for (w, c) in codes.chunks_exact(4).enumerate() {
+                    out[8 * gi + w] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                }
+            }
+        }
+        Ok(Q4Matrix {
+            rows,
+            cols,
+            data: out,
+            layout,
+        })
+    }
+
+    /// Checks a k-quant tensor's byte length against `[rows, cols]` in super-blocks of 256
+    /// weights of `block_bytes` each; the number of super-blocks.
+    fn ggml_kquant_count(
+        name: &str,
+        rows: usize,
+        cols: usize,
+        len: usize,
+        block_bytes: usize,
+    ) -> Result<usize> {
+        let bad = |detail: String| EngineError::Quantize {
+            tensor: name.into(),
+            detail,
+        };
+        if cols == 0 || !cols.is_multiple_of(256) {
+            return Err(bad(format!(
+                "columns {cols} are not a positive multiple of 256 (a k-quant super-block)"
+            )));
+        }
+        rows.checked_mul(cols / 256)
+            .filter(|b| b.checked_mul(block_bytes) == Some(len))
+            .ok_or_else(|| {
+                bad(format!(
+                    "{len} bytes of {block_bytes}-byte super-blocks for shape [{rows}, {cols}]"
+                ))
+            })
     }
 
     /// Checks a GGUF tensor's byte length against `[rows, cols]` in blocks of 32 weights of
@@ -173,6 +403,46 @@ impl Q4Matrix {
             layout: BlockLayout::Lq4h,
         })
     }
+}
+
+/// The f16 at byte `at` of a block, as f32.
+fn f16_at(b: &[u8], at: usize) -> f32 {
+    half::f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32()
+}
+
+/// Sub-block `j`'s 6-bit scale and min from a Q4_K / Q5_K super-block's 12 packed bytes
+/// (ggml's `get_scale_min_k4`).
+pub(crate) fn kquant_scale_min(q: &[u8], j: usize) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        (
+            (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
+    }
+}
+
+/// A Q4_K / Q5_K group's `(s, m) = (d·sc, dmin·m)` as the f16 pair word of `lq4h` / `q8_0`;
+/// an error when either is not a finite f16.
+fn kquant_group_word(d: f32, dmin: f32, (sc, m): (u8, u8)) -> std::result::Result<u32, String> {
+    let (s16, m16) = (
+        half::f16::from_f32(d * sc as f32),
+        half::f16::from_f32(dmin * m as f32),
+    );
+    if !s16.is_finite() || !m16.is_finite() {
+        return Err(format!(
+            "group scale {d}·{sc} or min {dmin}·{m} is not a finite f16"
+        ));
+    }
+    Ok(s16.to_bits() as u32 | (m16.to_bits() as u32) << 16)
+}
+
+fn gcd(mut a: u32, mut b: u32) -> u32 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 #[cfg(test)]
@@ -287,5 +557,123 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("blk.2.w") && e.contains("row 0, block 1"), "{e}");
+    }
+
+    /// Random k-quant super-blocks: f16 scales around `scale` at `f16s` byte offsets, every
+    /// other byte random.
+    fn kquant_blocks(
+        rng: &mut Pcg32,
+        blocks: usize,
+        bytes: usize,
+        f16s: &[usize],
+        scale: f32,
+    ) -> Vec<u8> {
+        let mut out: Vec<u8> = (0..blocks * bytes)
+            .map(|_| (rng.next_u32() & 0xFF) as u8)
+            .collect();
+        for b in out.chunks_exact_mut(bytes) {
+            for &at in f16s {
+                let v = half::f16::from_f32(rng.normal_vec(1, scale)[0].abs() + scale / 8.0);
+                b[at..at + 2].copy_from_slice(&v.to_bits().to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// GGUF Q4_K and Q6_K tensors: every value within the documented bound of the GGUF
+    /// dequantization (llama.cpp's, followed by `q4k_and_q6k_follow_ggml`), on 3 rows of 2
+    /// super-blocks; exactly equal where the group scales are exact in f16; bad lengths and
+    /// widths named.
+    #[test]
+    fn ggml_kquant_blocks_keep_their_values() {
+        let mut rng = Pcg32::new(21);
+        let (n, k) = (3, 512);
+        // Q4_K: |Δw| ≤ 2⁻¹¹·(|d·sc·q| + |dmin·m|) (the f16 rounding of s and m).
+        let raw = kquant_blocks(&mut rng, n * k / 256, 144, &[0, 2], 0.002);
+        let m = Q4Matrix::from_ggml_q4_k("blk.5.ffn_down", n, k, &raw).expect("q4_k");
+        m.validate("blk.5.ffn_down").expect("valid");
+        assert_eq!(m.layout, BlockLayout::Lq4h);
+        let mut want = vec![0f32; n * k];
+        dequantize_into(GgmlType::Q4K, &raw, &mut want);
+        let got = m.dequantize();
+        for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+            let blk = &raw[144 * (i / 256)..];
+            let (d, dmin) = (super::f16_at(blk, 0), super::f16_at(blk, 2));
+            let (sc, mn) = super::kquant_scale_min(&blk[4..16], (i % 256) / 32);
+            let bound = (d * sc as f32 * 15.0 + dmin * mn as f32) / 2048.0 + 1e-7;
+            assert!(
+                (a - b).abs() <= bound,
+                "Q4_K element {i}: {a} vs {b} (bound {bound})"
+            );
+        }
+        // Scales that are powers of two times an f16 are exact: the codes and their order too.
+        let mut raw2 = raw.clone();
+        for b in raw2.chunks_exact_mut(144) {
+            b[4..16].copy_from_slice(&[1, 2, 4, 8, 16, 32, 1, 2, 0x11, 0x22, 0x44, 0x08]);
+        }
+        let m2 = Q4Matrix::from_ggml_q4_k("t", n, k, &raw2).expect("q4_k");
+        dequantize_into(GgmlType::Q4K, &raw2, &mut want);
+        assert!(m2.dequantize() == want, "Q4_K with exact scales differs");
+
+        // Q5_K: the same scales as Q4_K, 5-bit codes; the same bound, and exact scales exact.
+        let mut raw = kquant_blocks(&mut rng, n * k / 256, 176, &[0, 2], 0.002);
+        let m = Q4Matrix::from_ggml_q5_k("blk.6.ffn_down", n, k, &raw).expect("q5_k");
+        m.validate("blk.6.ffn_down").expect("valid");
+        assert_eq!(m.layout, BlockLayout::Q8);
+        dequantize_into(GgmlType::Q5K, &raw, &mut want);
+        for (i, (a, b)) in m.dequantize().iter().zip(&want).enumerate() {
+            let blk = &raw[176 * (i / 256)..];
+            let (d, dmin) = (super::f16_at(blk, 0), super::f16_at(blk, 2));
+            let (sc, mn) = super::kquant_scale_min(&blk[4..16], (i % 256) / 32);
+            let bound = (d * sc as f32 * 31.0 + dmin * mn as f32) / 2048.0 + 1e-7;
+            assert!(
+                (a - b).abs() <= bound,
+                "Q5_K element {i}: {a} vs {b} (bound {bound})"
+            );
+        }
+        for b in raw.chunks_exact_mut(176) {
+            b[4..16].copy_from_slice(&[1, 2, 4, 8, 16, 32, 1, 2, 0x11, 0x22, 0x44, 0x08]);
+        }
+        let m = Q4Matrix::from_ggml_q5_k("t", n, k, &raw).expect("q5_k");
+        dequantize_into(GgmlType::Q5K, &raw, &mut want);
+        assert!(m.dequantize() == want, "Q5_K with exact scales differs");
+
+        // Q6_K: groups whose two scales share a divisor they are at most 4 times are exact up
+        // to f16; every other value within 16/127 of the larger 6-bit step (+ f16).
+        let mut raw = kquant_blocks(&mut rng, n * k / 256, 210, &[208], 0.001);
+        // Super-block 0: scales (8, 8), (8, −8), (12, 4), (−6, 9): the exact choices.
+        raw[192..200].copy_from_slice(&[8, 8, 8, (-8i8) as u8, 12, 4, (-6i8) as u8, 9]);
+        let m = Q4Matrix::from_ggml_q6_k("blk.7.attn_v", n, k, &raw).expect("q6_k");
+        m.validate("blk.7.attn_v").expect("valid");
+        assert_eq!(m.layout, BlockLayout::Q8);
+        let mut want = vec![0f32; n * k];
+        dequantize_into(GgmlType::Q6K, &raw, &mut want);
+        let got = m.dequantize();
+        for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+            let blk = &raw[210 * (i / 256)..];
+            let d = super::f16_at(blk, 208);
+            let t = (i % 256) / 32;
+            let sc = |j: usize| (blk[192 + 8 * (t / 4) + 2 * (t % 4) + j] as i8 as f32).abs();
+            let big = sc(0).max(sc(1));
+            let f16_part = (d * big * 32.0) / 2048.0;
+            let bound = if i < 128 {
+                f16_part
+            } else {
+                d * big * 16.0 / 127.0 + f16_part
+            } + 1e-7;
+            assert!(
+                (a - b).abs() <= bound,
+                "Q6_K element {i}: {a} vs {b} (bound {bound})"
+            );
+        }
+        // Lengths and widths are checked before anything is read.
+        let e = Q4Matrix::from_ggml_q6_k("blk.7.attn_v", n, k, &raw[1..])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("blk.7.attn_v") && e.contains("[3, 512]"), "{e}");
+        let e = Q4Matrix::from_ggml_q4_k("t", 2, 96, &[0; 144])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("multiple of 256"), "{e}");
     }
 }

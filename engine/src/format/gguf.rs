@@ -1,5 +1,5 @@
 //! GGUF (v2/v3) reader: metadata, tensor directory, and dequantization of the tensor types
-//! the engine imports (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K) to f32.
+//! the engine imports (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) to f32.
 //!
 //! Works on a byte slice, so the same code runs natively and in wasm. Every offset is checked
 //! against the file length: a truncated file fails naming the tensor that runs past the end.
@@ -80,6 +80,8 @@ pub enum GgmlType {
     Q5_1,
     /// 4-bit k-quant, super-blocks of 256.
     Q4K,
+    /// 5-bit k-quant, super-blocks of 256.
+    Q5K,
     /// 6-bit k-quant, super-blocks of 256.
     Q6K,
 }
@@ -95,6 +97,7 @@ impl GgmlType {
             7 => GgmlType::Q5_1,
             8 => GgmlType::Q8_0,
             12 => GgmlType::Q4K,
+            13 => GgmlType::Q5K,
             14 => GgmlType::Q6K,
             30 => GgmlType::BF16,
             _ => return None,
@@ -112,6 +115,7 @@ impl GgmlType {
             GgmlType::Q5_0 => (32, 22),
             GgmlType::Q5_1 => (32, 24),
             GgmlType::Q4K => (256, 144),
+            GgmlType::Q5K => (256, 176),
             GgmlType::Q6K => (256, 210),
         }
     }
@@ -493,6 +497,26 @@ pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32]) {
                     for l in 0..32 {
                         o[64 * c + l] = d * s1 * (q[l] & 0xF) as f32 - dmin * m1;
                         o[64 * c + 32 + l] = d * s2 * (q[l] >> 4) as f32 - dmin * m2;
+                    }
+                }
+            }
+        }
+        GgmlType::Q5K => {
+            // f16 d, f16 dmin, 12 bytes of 6-bit (sc, m), 32 bytes of fifth bits, 128 of nibbles.
+            for (o, b) in out.chunks_exact_mut(256).zip(data.chunks_exact(176)) {
+                let (d, dmin) = (f16(b), f16(&b[2..]));
+                let (scales, qh, qs) = (&b[4..16], &b[16..48], &b[48..176]);
+                for c in 0..4 {
+                    let (s1, m1) = super::ggml_blocks::kquant_scale_min(scales, 2 * c);
+                    let (s2, m2) = super::ggml_blocks::kquant_scale_min(scales, 2 * c + 1);
+                    let q = &qs[32 * c..32 * c + 32];
+                    for l in 0..32 {
+                        let h1 = ((qh[l] >> (2 * c)) & 1) << 4;
+                        let h2 = ((qh[l] >> (2 * c + 1)) & 1) << 4;
+                        o[64 * c + l] =
+                            d * s1 as f32 * ((q[l] & 0xF) | h1) as f32 - dmin * m1 as f32;
+                        o[64 * c + 32 + l] =
+                            d * s2 as f32 * ((q[l] >> 4) | h2) as f32 - dmin * m2 as f32;
                     }
                 }
             }

@@ -263,8 +263,9 @@ impl WeightSource for GgufSource {
     }
 
     /// Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 matrices as the file holds them (`lq4h`; `q8_0` for the
-    /// 5- and 8-bit ones), the same values; llama's q/k rows unpermuted as whole rows of blocks); other types are read
-    /// through [`Self::get`].
+    /// 5- and 8-bit ones), the same values, and Q4_K / Q5_K / Q6_K ones with their codes and f16
+    /// group scales (`lq4h`; `q8_0` for Q5_K / Q6_K, see `ggml_blocks.rs`); llama's q/k rows unpermuted as
+    /// whole rows of blocks. Other types are read through [`Self::get`].
     fn q4_parts(&self, name: &str) -> Result<Option<Vec<(usize, crate::quant::Q4Matrix)>>> {
         use crate::quant::Q4Matrix;
         let Some(info) = Self::gguf_name(name).and_then(|g| self.gguf.tensor(&g)) else {
@@ -277,6 +278,9 @@ impl WeightSource for GgufSource {
             GgmlType::Q5_0,
             GgmlType::Q5_1,
             GgmlType::Q8_0,
+            GgmlType::Q4K,
+            GgmlType::Q5K,
+            GgmlType::Q6K,
         ];
         if info.dims.len() != 2 || !kept.contains(&ty) {
             return Ok(None);
@@ -297,6 +301,9 @@ impl WeightSource for GgufSource {
             GgmlType::Q8_0 => Q4Matrix::from_ggml_q8_0(&what, rows, cols, &raw)?,
             GgmlType::Q5_0 => Q4Matrix::from_ggml_q5(&what, rows, cols, &raw, false)?,
             GgmlType::Q5_1 => Q4Matrix::from_ggml_q5(&what, rows, cols, &raw, true)?,
+            GgmlType::Q4K => Q4Matrix::from_ggml_q4_k(&what, rows, cols, &raw)?,
+            GgmlType::Q5K => Q4Matrix::from_ggml_q5_k(&what, rows, cols, &raw)?,
+            GgmlType::Q6K => Q4Matrix::from_ggml_q6_k(&what, rows, cols, &raw)?,
             _ => Q4Matrix::from_ggml_q4_0(&what, rows, cols, &raw)?,
         };
         Ok(Some(vec![(0, m)]))

@@ -6,14 +6,15 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::ValueEnum;
+use index_builder::calibrate::calibrate;
 use index_builder::{build_model, ModelOptions};
 use lorekeeper_engine::format::bundle::Quant;
 
 /// `--quant`: the weight quantization.
 #[derive(Clone, Copy, ValueEnum)]
 enum QuantArg {
-    /// 4-bit: a GGUF's own Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 blocks kept as they are, other matrices LQ4
-    /// (4.5 + 64/K bits per weight), f32 norms
+    /// 4-bit: a GGUF's own Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K blocks kept with their values,
+    /// other matrices LQ4 (4.5 + 64/K bits per weight), f32 norms
     Q4,
     /// LQ4 for every matrix, a GGUF's blocks requantized too (smaller, some quality lost)
     Lq4,
@@ -46,6 +47,14 @@ pub struct Args {
     /// Largest row block (one GPU binding) in MiB
     #[arg(long, default_value_t = 128)]
     max_binding_mb: u64,
+    /// Calibration text (UTF-8) for importance-weighted LQ4: the base model runs over its first
+    /// `--calibration-tokens` tokens in f32 on the CPU, and each matrix's rounding error is
+    /// weighed by the activations it multiplies (llama.cpp's importance matrix)
+    #[arg(long)]
+    calibration: Option<PathBuf>,
+    /// Tokens of the calibration text to run
+    #[arg(long, default_value_t = 4096)]
+    calibration_tokens: usize,
     /// Print a JSON summary on stdout
     #[arg(long)]
     pub(crate) json: bool,
@@ -68,6 +77,18 @@ pub fn run(args: Args) -> Result<()> {
     o.shard_bytes = args.shard_mb << 20;
     o.max_binding = args.max_binding_mb << 20;
     o.progress = std::io::stderr().is_terminal();
+    if let Some(text) = &args.calibration {
+        let t0 = std::time::Instant::now();
+        let c = calibrate(&args.base, text, args.calibration_tokens, 512)?;
+        eprintln!(
+            "index-builder: calibrated on {} tokens of {} ({} matrices measured) in {:.1} s",
+            c.tokens,
+            text.display(),
+            c.importance.tensors.len(),
+            t0.elapsed().as_secs_f64()
+        );
+        o.importance = Some(c.importance);
+    }
     let s = build_model(&o)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
