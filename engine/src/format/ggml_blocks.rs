@@ -14,7 +14,7 @@ impl Q4Matrix {
     /// `w = d·q`) as a `q8_0` matrix with the same values: the codes in the same order, the
     /// scale as an `(s, m) = (d, 0)` word.
     pub fn from_ggml_q8_0(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
-        let blocks = Self::ggml_block_count(name, rows, cols, data.len(), 34)?;
+        let blocks = Self::ggml_block_count(name, rows, cols, data.len(), (GROUP, 34))?;
         let layout = BlockLayout::Q8;
         let sm = layout.sm_offset(rows, cols);
         let mut out = vec![0u32; layout.words(rows, cols)];
@@ -45,7 +45,7 @@ impl Q4Matrix {
         with_min: bool,
     ) -> Result<Q4Matrix> {
         let bb = if with_min { 24 } else { 22 };
-        let blocks = Self::ggml_block_count(name, rows, cols, data.len(), bb)?;
+        let blocks = Self::ggml_block_count(name, rows, cols, data.len(), (GROUP, bb))?;
         let layout = BlockLayout::Q8;
         let sm = layout.sm_offset(rows, cols);
         let mut out = vec![0u32; layout.words(rows, cols)];
@@ -87,46 +87,19 @@ impl Q4Matrix {
     /// round the activations they multiply to 8 bits. 5.0 bits per weight where the file
     /// spends 4.5.
     pub fn from_ggml_q4_k(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
-        let blocks = Self::ggml_kquant_count(name, rows, cols, data.len(), 144)?;
         let layout = BlockLayout::Lq4h;
-        let sm = layout.sm_offset(rows, cols);
-        let mut out = vec![0u32; layout.words(rows, cols)];
-        let per_row = cols / 256;
-        for (i, b) in data.chunks_exact(144).enumerate().take(blocks) {
+        Self::from_ggml_kquant(name, rows, cols, data, 144, layout, |b, words, codes| {
             let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
-            let scales = &b[4..16];
-            let qs = &b[16..144];
+            let (scales, qs) = (&b[4..16], &b[16..144]);
             for j in 0..8 {
-                let word =
-                    kquant_group_word(d, dmin, kquant_scale_min(scales, j)).map_err(|e| {
-                        EngineError::Quantize {
-                            tensor: name.into(),
-                            detail: format!(
-                                "row {}, super-block {}: {e}",
-                                i / per_row,
-                                i % per_row
-                            ),
-                        }
-                    })?;
-                let g = 8 * i + j;
-                out[sm + g] = word;
+                words[j] = kquant_group_word(d, dmin, kquant_scale_min(scales, j))?;
                 // Group 2c holds the low nibbles of qs[32c..32c + 32], group 2c + 1 the high.
                 let q = &qs[32 * (j / 2)..32 * (j / 2) + 32];
-                let shift = 4 * (j % 2);
-                for w in 0..4 {
-                    let mut word = 0u32;
-                    for t in 0..8 {
-                        word |= (((q[8 * w + t] >> shift) & 0xF) as u32) << (4 * t);
-                    }
-                    out[4 * g + w] = word;
+                for (c, &q) in codes[j].iter_mut().zip(q) {
+                    *c = (q >> (4 * (j % 2))) & 0xF;
                 }
             }
-        }
-        Ok(Q4Matrix {
-            rows,
-            cols,
-            data: out,
-            layout,
+            Ok(())
         })
     }
 
@@ -136,42 +109,18 @@ impl Q4Matrix {
     /// the 5-bit codes as they are, `(s, m) = (d·sc_j, dmin·m_j)` rounded to f16 (at most
     /// `2⁻¹¹` relative, as for Q4_K). 9 bits per weight where the file spends 5.5.
     pub fn from_ggml_q5_k(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
-        let blocks = Self::ggml_kquant_count(name, rows, cols, data.len(), 176)?;
         let layout = BlockLayout::Q8;
-        let sm = layout.sm_offset(rows, cols);
-        let mut out = vec![0u32; layout.words(rows, cols)];
-        let per_row = cols / 256;
-        for (i, b) in data.chunks_exact(176).enumerate().take(blocks) {
+        Self::from_ggml_kquant(name, rows, cols, data, 176, layout, |b, words, codes| {
             let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
             let (scales, qh, qs) = (&b[4..16], &b[16..48], &b[48..176]);
             for j in 0..8 {
-                let g = 8 * i + j;
-                out[sm + g] =
-                    kquant_group_word(d, dmin, kquant_scale_min(scales, j)).map_err(|e| {
-                        EngineError::Quantize {
-                            tensor: name.into(),
-                            detail: format!(
-                                "row {}, super-block {}: {e}",
-                                i / per_row,
-                                i % per_row
-                            ),
-                        }
-                    })?;
+                words[j] = kquant_group_word(d, dmin, kquant_scale_min(scales, j))?;
                 let q = &qs[32 * (j / 2)..32 * (j / 2) + 32];
-                let mut codes = [0u8; 32];
-                for (l, c) in codes.iter_mut().enumerate() {
+                for (l, c) in codes[j].iter_mut().enumerate() {
                     *c = ((q[l] >> (4 * (j % 2))) & 0xF) | (((qh[l] >> j) & 1) << 4);
                 }
-                for (w, c) in codes.chunks_exact(4).enumerate() {
-                    out[8 * g + w] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                }
             }
-        }
-        Ok(Q4Matrix {
-            rows,
-            cols,
-            data: out,
-            layout,
+            Ok(())
         })
     }
 
@@ -191,12 +140,8 @@ impl Q4Matrix {
     ///
     /// 9 bits per weight where the file spends 6.56.
     pub fn from_ggml_q6_k(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
-        let blocks = Self::ggml_kquant_count(name, rows, cols, data.len(), 210)?;
         let layout = BlockLayout::Q8;
-        let sm = layout.sm_offset(rows, cols);
-        let mut out = vec![0u32; layout.words(rows, cols)];
-        let per_row = cols / 256;
-        for (i, b) in data.chunks_exact(210).enumerate().take(blocks) {
+        Self::from_ggml_kquant(name, rows, cols, data, 210, layout, |b, words, codes| {
             let (ql, qh, sc) = (&b[0..128], &b[128..192], &b[192..208]);
             let d = f16_at(b, 208);
             // The 6-bit codes (−32..=31) in weight order, as the dequantization reads them.
@@ -230,8 +175,7 @@ impl Q4Matrix {
                     let mut c = [0u8; 32];
                     for (k, c) in c.iter_mut().enumerate() {
                         let s = if k < 16 { a } else { bb };
-                        let r = (q[32 * t + k] * s * sign * num) as f64 / den as f64;
-                        let r = r.round();
+                        let r = ((q[32 * t + k] * s * sign * num) as f64 / den as f64).round();
                         if !(-128.0..=127.0).contains(&r) {
                             return None;
                         }
@@ -239,34 +183,60 @@ impl Q4Matrix {
                     }
                     Some(c)
                 };
-                let Some((num, den, codes)) = [(1, g), (4, big), (127, 32 * big)]
+                let (num, den, c) = [(1, g), (4, big), (127, 32 * big)]
                     .into_iter()
                     .find_map(|(n, dd)| fit(n, dd).map(|c| (n, dd, c)))
-                else {
-                    return Err(EngineError::Quantize {
-                        tensor: name.into(),
-                        detail: format!(
-                            "row {}, super-block {}: codes do not fit 8 bits",
-                            i / per_row,
-                            i % per_row
-                        ),
-                    });
-                };
+                    .ok_or("codes do not fit 8 bits")?;
                 let scale = half::f16::from_f32(d * (sign * den) as f32 / num as f32);
                 if !scale.is_finite() {
-                    return Err(EngineError::Quantize {
-                        tensor: name.into(),
-                        detail: format!(
-                            "row {}, super-block {}: group scale of {d}·{den}/{num} is not a finite f16",
-                            i / per_row,
-                            i % per_row
-                        ),
-                    });
+                    return Err(format!(
+                        "group scale of {d}·{den}/{num} is not a finite f16"
+                    ));
                 }
-                let gi = 8 * i + t;
-                out[sm + gi] = scale.to_bits() as u32;
-                for (w, c) in codes.chunks_exact(4).enumerate() {
-                    out[8 * gi + w] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                words[t] = scale.to_bits() as u32;
+                codes[t] = c;
+            }
+            Ok(())
+        })
+    }
+
+    /// Shared body of the k-quant importers: checks the length, then `superblock(bytes, words,
+    /// codes)` gives each super-block's eight groups as their `(s, m)` words and their 32 codes
+    /// (one byte per weight: a nibble for `lq4h`, a signed byte for `q8_0`), packed here into
+    /// `layout`. Its errors are named with the row and super-block.
+    fn from_ggml_kquant(
+        name: &str,
+        rows: usize,
+        cols: usize,
+        data: &[u8],
+        block_bytes: usize,
+        layout: BlockLayout,
+        superblock: impl Fn(&[u8], &mut [u32; 8], &mut [[u8; 32]; 8]) -> std::result::Result<(), String>,
+    ) -> Result<Q4Matrix> {
+        let blocks = Self::ggml_block_count(name, rows, cols, data.len(), (256, block_bytes))?;
+        let sm = layout.sm_offset(rows, cols);
+        let mut out = vec![0u32; layout.words(rows, cols)];
+        let per_row = cols / 256;
+        let (mut words, mut codes) = ([0u32; 8], [[0u8; 32]; 8]);
+        for (i, b) in data.chunks_exact(block_bytes).enumerate().take(blocks) {
+            superblock(b, &mut words, &mut codes).map_err(|e| EngineError::Quantize {
+                tensor: name.into(),
+                detail: format!("row {}, super-block {}: {e}", i / per_row, i % per_row),
+            })?;
+            for (j, (&word, c)) in words.iter().zip(&codes).enumerate() {
+                let g = 8 * i + j;
+                out[sm + g] = word;
+                if layout == BlockLayout::Q8 {
+                    for (w, c) in c.chunks_exact(4).enumerate() {
+                        out[8 * g + w] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    }
+                } else {
+                    for (w, c) in c.chunks_exact(8).enumerate() {
+                        out[4 * g + w] = c
+                            .iter()
+                            .enumerate()
+                            .fold(0, |acc, (t, &q)| acc | ((q & 0xF) as u32) << (4 * t));
+                    }
                 }
             }
         }
@@ -278,52 +248,25 @@ impl Q4Matrix {
         })
     }
 
-    /// Checks a k-quant tensor's byte length against `[rows, cols]` in super-blocks of 256
-    /// weights of `block_bytes` each; the number of super-blocks.
-    fn ggml_kquant_count(
-        name: &str,
-        rows: usize,
-        cols: usize,
-        len: usize,
-        block_bytes: usize,
-    ) -> Result<usize> {
-        let bad = |detail: String| EngineError::Quantize {
-            tensor: name.into(),
-            detail,
-        };
-        if cols == 0 || !cols.is_multiple_of(256) {
-            return Err(bad(format!(
-                "columns {cols} are not a positive multiple of 256 (a k-quant super-block)"
-            )));
-        }
-        rows.checked_mul(cols / 256)
-            .filter(|b| b.checked_mul(block_bytes) == Some(len))
-            .ok_or_else(|| {
-                bad(format!(
-                    "{len} bytes of {block_bytes}-byte super-blocks for shape [{rows}, {cols}]"
-                ))
-            })
-    }
-
-    /// Checks a GGUF tensor's byte length against `[rows, cols]` in blocks of 32 weights of
-    /// `block_bytes` each; the number of blocks.
+    /// Checks a GGUF tensor's byte length against `[rows, cols]` in blocks of `per_block`
+    /// weights (32, or a k-quant's 256) of `block_bytes` each; the number of blocks.
     fn ggml_block_count(
         name: &str,
         rows: usize,
         cols: usize,
         len: usize,
-        block_bytes: usize,
+        (per_block, block_bytes): (usize, usize),
     ) -> Result<usize> {
         let bad = |detail: String| EngineError::Quantize {
             tensor: name.into(),
             detail,
         };
-        if cols == 0 || !cols.is_multiple_of(GROUP) {
+        if cols == 0 || !cols.is_multiple_of(per_block) {
             return Err(bad(format!(
-                "columns {cols} are not a positive multiple of {GROUP}"
+                "columns {cols} are not a positive multiple of {per_block} (the block width)"
             )));
         }
-        rows.checked_mul(cols / GROUP)
+        rows.checked_mul(cols / per_block)
             .filter(|b| b.checked_mul(block_bytes) == Some(len))
             .ok_or_else(|| {
                 bad(format!(
@@ -373,7 +316,7 @@ impl Q4Matrix {
             tensor: name.into(),
             detail,
         };
-        let blocks = Self::ggml_block_count(name, rows, cols, data.len(), block_bytes)?;
+        let blocks = Self::ggml_block_count(name, rows, cols, data.len(), (GROUP, block_bytes))?;
         let sm = Q4Matrix::sm_offset_for(rows, cols);
         let mut out = vec![0u32; BlockLayout::Lq4h.words(rows, cols)];
         let c0 = block_bytes - 16;
