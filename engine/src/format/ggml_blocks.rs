@@ -6,6 +6,7 @@
 //! [`crate::quant`]; this file only reads GGUF's bytes into them, so the format module depends
 //! on `quant` and never the other way.
 
+use super::gguf::kquant_scale_min;
 use crate::error::{EngineError, Result};
 use crate::quant::{BlockLayout, Q4Matrix, GROUP};
 
@@ -353,19 +354,6 @@ fn f16_at(b: &[u8], at: usize) -> f32 {
     half::f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32()
 }
 
-/// Sub-block `j`'s 6-bit scale and min from a Q4_K / Q5_K super-block's 12 packed bytes
-/// (ggml's `get_scale_min_k4`).
-pub(crate) fn kquant_scale_min(q: &[u8], j: usize) -> (u8, u8) {
-    if j < 4 {
-        (q[j] & 63, q[j + 4] & 63)
-    } else {
-        (
-            (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4),
-            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
-        )
-    }
-}
-
 /// A Q4_K / Q5_K group's `(s, m) = (d·sc, dmin·m)` as the f16 pair word of `lq4h` / `q8_0`;
 /// an error when either is not a finite f16.
 fn kquant_group_word(d: f32, dmin: f32, (sc, m): (u8, u8)) -> std::result::Result<u32, String> {
@@ -390,7 +378,7 @@ fn gcd(mut a: u32, mut b: u32) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::gguf::{dequantize_into, GgmlType};
+    use super::super::gguf::{dequantize_into, kquant_scale_min, GgmlType};
     use crate::quant::{BlockLayout, Q4Builder, Q4Matrix};
     use crate::rng::Pcg32;
 
@@ -542,7 +530,7 @@ mod tests {
         for (i, (a, b)) in got.iter().zip(&want).enumerate() {
             let blk = &raw[144 * (i / 256)..];
             let (d, dmin) = (super::f16_at(blk, 0), super::f16_at(blk, 2));
-            let (sc, mn) = super::kquant_scale_min(&blk[4..16], (i % 256) / 32);
+            let (sc, mn) = kquant_scale_min(&blk[4..16], (i % 256) / 32);
             let bound = (d * sc as f32 * 15.0 + dmin * mn as f32) / 2048.0 + 1e-7;
             assert!(
                 (a - b).abs() <= bound,
@@ -567,7 +555,7 @@ mod tests {
         for (i, (a, b)) in m.dequantize().iter().zip(&want).enumerate() {
             let blk = &raw[176 * (i / 256)..];
             let (d, dmin) = (super::f16_at(blk, 0), super::f16_at(blk, 2));
-            let (sc, mn) = super::kquant_scale_min(&blk[4..16], (i % 256) / 32);
+            let (sc, mn) = kquant_scale_min(&blk[4..16], (i % 256) / 32);
             let bound = (d * sc as f32 * 31.0 + dmin * mn as f32) / 2048.0 + 1e-7;
             assert!(
                 (a - b).abs() <= bound,

@@ -410,6 +410,19 @@ pub fn q5_codes(qh_qs: &[u8], out: &mut [u8; 32]) {
     }
 }
 
+/// Sub-block `j`'s 6-bit scale and min from a Q4_K / Q5_K super-block's 12 packed bytes
+/// (ggml's `get_scale_min_k4`).
+pub(crate) fn kquant_scale_min(q: &[u8], j: usize) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        (
+            (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
+    }
+}
+
 /// Dequantizes `data` of type `ty` into `out` (whose length is the element count).
 pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32]) {
     match ty {
@@ -480,19 +493,10 @@ pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32]) {
                 let (d, dmin) = (f16(b), f16(&b[2..]));
                 let scales = &b[4..16];
                 let qs = &b[16..144];
-                let sm = |j: usize| -> (f32, f32) {
-                    if j < 4 {
-                        ((scales[j] & 63) as f32, (scales[j + 4] & 63) as f32)
-                    } else {
-                        (
-                            ((scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4)) as f32,
-                            ((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4)) as f32,
-                        )
-                    }
-                };
                 for c in 0..4 {
-                    let (s1, m1) = sm(2 * c);
-                    let (s2, m2) = sm(2 * c + 1);
+                    let (s1, m1) = kquant_scale_min(scales, 2 * c);
+                    let (s2, m2) = kquant_scale_min(scales, 2 * c + 1);
+                    let (s1, m1, s2, m2) = (s1 as f32, m1 as f32, s2 as f32, m2 as f32);
                     let q = &qs[32 * c..32 * c + 32];
                     for l in 0..32 {
                         o[64 * c + l] = d * s1 * (q[l] & 0xF) as f32 - dmin * m1;
@@ -507,8 +511,8 @@ pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32]) {
                 let (d, dmin) = (f16(b), f16(&b[2..]));
                 let (scales, qh, qs) = (&b[4..16], &b[16..48], &b[48..176]);
                 for c in 0..4 {
-                    let (s1, m1) = super::ggml_blocks::kquant_scale_min(scales, 2 * c);
-                    let (s2, m2) = super::ggml_blocks::kquant_scale_min(scales, 2 * c + 1);
+                    let (s1, m1) = kquant_scale_min(scales, 2 * c);
+                    let (s2, m2) = kquant_scale_min(scales, 2 * c + 1);
                     let q = &qs[32 * c..32 * c + 32];
                     for l in 0..32 {
                         let h1 = ((qh[l] >> (2 * c)) & 1) << 4;
