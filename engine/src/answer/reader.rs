@@ -105,7 +105,7 @@ pub fn default_floor() -> BTreeMap<String, f32> {
 }
 
 /// A span of a passage shown that may answer the question.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Span {
     /// Index of its passage in the evidence shown.
     pub passage: usize,
@@ -136,6 +136,16 @@ pub struct Span {
 }
 
 impl Span {
+    /// A span of passage `passage` with `text`, every score 0 (tests set the ones they read).
+    #[cfg(test)]
+    pub(crate) fn of(passage: usize, text: &str) -> Span {
+        Span {
+            passage,
+            text: text.into(),
+            ..Span::default()
+        }
+    }
+
     /// How likely the span answers, from its own words: the score without the passage's
     /// retrieval prior (what the reader's floor is compared with).
     pub fn answer_score(&self) -> f32 {

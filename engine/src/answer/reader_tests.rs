@@ -183,15 +183,11 @@ fn spans_left_unembedded_cannot_come_first() {
     for _ in 0..200 {
         let mut spans: Vec<Span> = (0..37)
             .map(|i| Span {
-                passage: i % 5,
-                text: format!("span {i}"),
-                dense: 0.0,
                 lexical: next(),
                 lead: next() * next(),
                 kind: if next() < 0.3 { 1.0 } else { 0.0 },
                 prior: next(),
-                speaker: None,
-                score: 0.0,
+                ..Span::of(i % 5, &format!("span {i}"))
             })
             .collect();
         let cos: Vec<f32> = (0..spans.len()).map(|_| 2.0 * next() - 1.0).collect();
@@ -259,17 +255,7 @@ fn a_line_inside_a_speech_answers_who_with_its_speaker() {
 
 #[test]
 fn choices_skip_overlapping_windows_and_passages_not_shown() {
-    let span = |passage: usize, text: &str| Span {
-        passage,
-        text: text.into(),
-        dense: 0.0,
-        lexical: 0.0,
-        lead: 0.0,
-        kind: 0.0,
-        prior: 0.0,
-        speaker: None,
-        score: 0.0,
-    };
+    let span = Span::of;
     let spans = [
         span(0, "and round the neck of the bottle was a paper label,"),
         span(
@@ -302,26 +288,15 @@ fn rank_and_reorder_put_the_best_passage_first() {
     ];
     let mut s = vec![
         Span {
-            passage: 0,
-            text: "Nothing here at all.".into(),
-            dense: 0.0,
-            lexical: 0.0,
-            lead: 0.0,
-            kind: 0.0,
             prior: 1.0,
-            speaker: None,
-            score: 0.0,
+            ..Span::of(0, "Nothing here at all.")
         },
         Span {
-            passage: 1,
-            text: "A watch it was.".into(),
-            dense: 0.0,
             lexical: 0.5,
             lead: 0.2,
             kind: 1.0,
             prior: 0.5,
-            speaker: None,
-            score: 0.0,
+            ..Span::of(1, "A watch it was.")
         },
     ];
     rank(&mut s, &[0.3, 0.4]);

@@ -335,8 +335,8 @@ impl<'c> Rounds<'c> {
     /// Extractive mode: the round's output is the action the grammar forces with the reader's
     /// best span (`choices: 1`): one fact, the span quoted from its passage ([`reader::quote_of`])
     /// with the quote as the fact, and the span as the final answer ([`Span::answer`]); when
-    /// the validator refuses that answer, the next best reading it accepts; `retrieve_more` for
-    /// the question's own words when no passage holds a span. Returns how many passages were shown
+    /// the validator refuses that answer, the next best reading it accepts; `retrieve_more` with
+    /// the question as it is when no passage holds a span. Returns how many passages were shown
     /// (all of them).
     pub fn extract(&self, r: &mut Round) -> usize {
         let shown = self.out.evidence.len();
@@ -364,10 +364,11 @@ impl<'c> Rounds<'c> {
         });
         let action = match accepted.or_else(|| choices.first().map(|s| answer_with(s))) {
             Some(a) => a,
+            // No keywords: the next query is the question itself, not the question twice.
             None => GroundedAction {
                 next_action: NextAction::RetrieveMore,
                 follow_up_hypothesis: Some(Hypothesis {
-                    keywords: vec![self.out.question.clone()],
+                    intent: "no passage shown holds a span to answer with".into(),
                     ..Hypothesis::default()
                 }),
                 ..GroundedAction::abstain("")
@@ -679,15 +680,9 @@ mod tests {
             .brief(&[hit(3, text, Some(0.6))], Some(0.4), 1)
             .expect("a brief");
         let span = |t: &str, score: f32| Span {
-            passage: 0,
-            text: t.into(),
-            dense: 0.0,
-            lexical: 0.0,
-            lead: 0.0,
-            kind: 0.0,
             prior: 1.0,
-            speaker: None,
             score,
+            ..Span::of(0, t)
         };
         // The reader's best span restates the question: its quote would be refused.
         let restating = span("What did the Rabbit take out of its pocket?", 2.0);
@@ -710,6 +705,17 @@ mod tests {
             "What did the Rabbit take out of its pocket?"
         );
         assert!(run.read(r, 1, false).is_continue());
+        // No span at all: search again with the question as it is (once, not doubled).
+        let mut run = Rounds::new(&cfg, QUESTION.into(), true);
+        let mut r = run
+            .brief(&[hit(3, text, Some(0.6))], Some(0.4), 1)
+            .expect("a brief");
+        run.spans.clear();
+        run.extract(&mut r);
+        let (a, _) = recover::parse_action(&r.raw_output);
+        assert_eq!(a.expect("an action").next_action, NextAction::RetrieveMore);
+        assert!(run.read(r, 1, false).is_continue());
+        assert_eq!(run.query, QUESTION);
     }
 
     #[test]
