@@ -511,7 +511,7 @@ mod tests {
         out
     }
 
-    /// GGUF Q4_K and Q6_K tensors: every value within the documented bound of the GGUF
+    /// GGUF Q4_K, Q5_K and Q6_K tensors: every value within the documented bound of the GGUF
     /// dequantization (llama.cpp's, followed by `q4k_and_q6k_follow_ggml`), on 3 rows of 2
     /// super-blocks; exactly equal where the group scales are exact in f16; bad lengths and
     /// widths named.
