@@ -45,11 +45,19 @@ static EXCLUSIVE: Mutex<()> = Mutex::new(());
 /// Runs `f` with recording on and returns its result with the statistics of every f32 matmul
 /// whose weights were uploaded inside `f` (load the model inside the closure).
 pub fn collect<T>(f: impl FnOnce() -> T) -> (T, ImportanceMap) {
+    /// Turns recording off however `f` ends (a panic included).
+    struct Off;
+    impl Drop for Off {
+        fn drop(&mut self) {
+            ACTIVE.store(false, Ordering::SeqCst);
+        }
+    }
     let _one = EXCLUSIVE.lock().unwrap_or_else(|e| e.into_inner());
     *state() = Some(Recorder::default());
     ACTIVE.store(true, Ordering::SeqCst);
+    let off = Off;
     let out = f();
-    ACTIVE.store(false, Ordering::SeqCst);
+    drop(off);
     let rec = state().take().unwrap_or_default();
     let tensors = rec
         .sums
