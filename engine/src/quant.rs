@@ -308,8 +308,9 @@ impl Q4Matrix {
     }
 
     /// [`Q4Matrix::quantize`] with each column's squared error weighted by `importance[col]`
-    /// (the mean square of the activations that column multiplies, from a calibration text:
-    /// [`crate::cpu::importance`]), so the fit spends its precision where the output feels it.
+    /// (the mean square of the activations that column multiplies, measured on a calibration
+    /// text by the CPU backend's importance recorder), so the fit spends its precision where the
+    /// output feels it. The quantizer knows nothing of the backend: the caller brings the numbers.
     pub fn quantize_weighted(
         name: &str,
         rows: usize,

@@ -6,7 +6,7 @@
 //! [`crate::quant`]; this file only reads GGUF's bytes into them, so the format module depends
 //! on `quant` and never the other way.
 
-use super::gguf::kquant_scale_min;
+use super::gguf::{kquant_scale_min, q5k_codes, q6k_codes};
 use crate::error::{EngineError, Result};
 use crate::quant::{BlockLayout, Q4Matrix, GROUP};
 
@@ -113,13 +113,9 @@ impl Q4Matrix {
         let layout = BlockLayout::Q8;
         Self::from_ggml_kquant(name, rows, cols, data, 176, layout, |b, words, codes| {
             let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
-            let (scales, qh, qs) = (&b[4..16], &b[16..48], &b[48..176]);
             for j in 0..8 {
-                words[j] = kquant_group_word(d, dmin, kquant_scale_min(scales, j))?;
-                let q = &qs[32 * (j / 2)..32 * (j / 2) + 32];
-                for (l, c) in codes[j].iter_mut().enumerate() {
-                    *c = ((q[l] >> (4 * (j % 2))) & 0xF) | (((qh[l] >> j) & 1) << 4);
-                }
+                words[j] = kquant_group_word(d, dmin, kquant_scale_min(&b[4..16], j))?;
+                q5k_codes(b, j, &mut codes[j]);
             }
             Ok(())
         })
@@ -143,28 +139,11 @@ impl Q4Matrix {
     pub fn from_ggml_q6_k(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
         let layout = BlockLayout::Q8;
         Self::from_ggml_kquant(name, rows, cols, data, 210, layout, |b, words, codes| {
-            let (ql, qh, sc) = (&b[0..128], &b[128..192], &b[192..208]);
-            let d = f16_at(b, 208);
-            // The 6-bit codes (−32..=31) in weight order, as the dequantization reads them.
-            let mut q = [0i32; 256];
-            for h in 0..2 {
-                let (ql, qh) = (&ql[64 * h..], &qh[32 * h..]);
-                for l in 0..32 {
-                    let o = 128 * h + l;
-                    q[o] = ((ql[l] & 0xF) | ((qh[l] & 3) << 4)) as i32 - 32;
-                    q[o + 32] = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) as i32 - 32;
-                    q[o + 64] = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i32 - 32;
-                    q[o + 96] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) as i32 - 32;
-                }
-            }
+            let (sc, d) = (&b[192..208], f16_at(b, 208));
+            let q = q6k_codes(b);
             for t in 0..8 {
-                // Weights 32t..32t + 32: sub-blocks 2t and 2t + 1 (scales sc[8h + 2u], +1 with
-                // h = t / 4, u = t % 4, as the dequantization indexes them).
-                let (h, u) = (t / 4, t % 4);
-                let (a, bb) = (
-                    sc[8 * h + 2 * u] as i8 as i32,
-                    sc[8 * h + 2 * u + 1] as i8 as i32,
-                );
+                // Weights 32t..32t + 32: sub-blocks 2t and 2t + 1 (weight i's scale is sc[i / 16]).
+                let (a, bb) = (sc[2 * t] as i8 as i32, sc[2 * t + 1] as i8 as i32);
                 let (big, sign) = match a.abs().max(bb.abs()) {
                     0 => (1, 1),
                     m => (m, if a == m || bb == m { 1 } else { -1 }),

@@ -423,6 +423,34 @@ pub(crate) fn kquant_scale_min(q: &[u8], j: usize) -> (u8, u8) {
     }
 }
 
+/// Group `j`'s 32 five-bit codes (0..=31) of a Q5_K super-block (176 bytes: 32 bytes of fifth
+/// bits from byte 16, 128 of nibbles from byte 48; group `2c` takes the low nibbles of
+/// `qs[32c..32c + 32]` and bit `2c` of each `qh` byte, group `2c + 1` the high nibbles and bit
+/// `2c + 1`), as llama.cpp's `dequantize_row_q5_K` reads them.
+pub(crate) fn q5k_codes(b: &[u8], j: usize, out: &mut [u8; 32]) {
+    let (qh, qs) = (&b[16..48], &b[48 + 32 * (j / 2)..48 + 32 * (j / 2) + 32]);
+    for (l, o) in out.iter_mut().enumerate() {
+        *o = ((qs[l] >> (4 * (j % 2))) & 0xF) | (((qh[l] >> j) & 1) << 4);
+    }
+}
+
+/// The 256 six-bit codes (−32..=31) of a Q6_K super-block (210 bytes: 128 of low nibbles, 64
+/// of high bit pairs), in weight order, as llama.cpp's `dequantize_row_q6_K` reads them.
+pub(crate) fn q6k_codes(b: &[u8]) -> [i32; 256] {
+    let mut q = [0i32; 256];
+    for h in 0..2 {
+        let (ql, qh) = (&b[64 * h..], &b[128 + 32 * h..]);
+        for l in 0..32 {
+            let o = 128 * h + l;
+            q[o] = ((ql[l] & 0xF) | ((qh[l] & 3) << 4)) as i32 - 32;
+            q[o + 32] = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) as i32 - 32;
+            q[o + 64] = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i32 - 32;
+            q[o + 96] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) as i32 - 32;
+        }
+    }
+    q
+}
+
 /// Dequantizes `data` of type `ty` into `out` (whose length is the element count).
 pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32]) {
     match ty {
@@ -506,43 +534,25 @@ pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32]) {
             }
         }
         GgmlType::Q5K => {
-            // f16 d, f16 dmin, 12 bytes of 6-bit (sc, m), 32 bytes of fifth bits, 128 of nibbles.
+            // f16 d, f16 dmin, 12 bytes of 6-bit (sc, m), then the codes (`q5k_codes`).
             for (o, b) in out.chunks_exact_mut(256).zip(data.chunks_exact(176)) {
                 let (d, dmin) = (f16(b), f16(&b[2..]));
-                let (scales, qh, qs) = (&b[4..16], &b[16..48], &b[48..176]);
-                for c in 0..4 {
-                    let (s1, m1) = kquant_scale_min(scales, 2 * c);
-                    let (s2, m2) = kquant_scale_min(scales, 2 * c + 1);
-                    let q = &qs[32 * c..32 * c + 32];
-                    for l in 0..32 {
-                        let h1 = ((qh[l] >> (2 * c)) & 1) << 4;
-                        let h2 = ((qh[l] >> (2 * c + 1)) & 1) << 4;
-                        o[64 * c + l] =
-                            d * s1 as f32 * ((q[l] & 0xF) | h1) as f32 - dmin * m1 as f32;
-                        o[64 * c + 32 + l] =
-                            d * s2 as f32 * ((q[l] >> 4) | h2) as f32 - dmin * m2 as f32;
+                let mut q = [0u8; 32];
+                for (j, o) in o.chunks_exact_mut(32).enumerate() {
+                    let (sc, m) = kquant_scale_min(&b[4..16], j);
+                    q5k_codes(b, j, &mut q);
+                    for (o, &q) in o.iter_mut().zip(&q) {
+                        *o = d * sc as f32 * q as f32 - dmin * m as f32;
                     }
                 }
             }
         }
         GgmlType::Q6K => {
+            // Weight i of a super-block is d · sc[i / 16] · q[i].
             for (o, b) in out.chunks_exact_mut(256).zip(data.chunks_exact(210)) {
-                let (ql, qh, sc) = (&b[0..128], &b[128..192], &b[192..208]);
-                let d = f16(&b[208..]);
-                for h in 0..2 {
-                    let (ql, qh, sc) = (&ql[64 * h..], &qh[32 * h..], &sc[8 * h..]);
-                    let o = &mut o[128 * h..];
-                    for l in 0..32 {
-                        let is = l / 16;
-                        let q1 = ((ql[l] & 0xF) | ((qh[l] & 3) << 4)) as i32 - 32;
-                        let q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) as i32 - 32;
-                        let q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i32 - 32;
-                        let q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) as i32 - 32;
-                        o[l] = d * (sc[is] as i8) as f32 * q1 as f32;
-                        o[l + 32] = d * (sc[is + 2] as i8) as f32 * q2 as f32;
-                        o[l + 64] = d * (sc[is + 4] as i8) as f32 * q3 as f32;
-                        o[l + 96] = d * (sc[is + 6] as i8) as f32 * q4 as f32;
-                    }
+                let (sc, d) = (&b[192..208], f16(&b[208..]));
+                for (i, (o, q)) in o.iter_mut().zip(q6k_codes(b)).enumerate() {
+                    *o = d * (sc[i / 16] as i8) as f32 * q as f32;
                 }
             }
         }
