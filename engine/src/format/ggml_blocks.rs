@@ -498,55 +498,50 @@ mod tests {
     fn ggml_kquant_blocks_keep_their_values() {
         let mut rng = Pcg32::new(21);
         let (n, k) = (3, 512);
-        // Q4_K: |Δw| ≤ 2⁻¹¹·(|d·sc·q| + |dmin·m|) (the f16 rounding of s and m).
-        let raw = kquant_blocks(&mut rng, n * k / 256, 144, &[0, 2], 0.002);
-        let m = Q4Matrix::from_ggml_q4_k("blk.5.ffn_down", n, k, &raw).expect("q4_k");
-        m.validate("blk.5.ffn_down").expect("valid");
-        assert_eq!(m.layout, BlockLayout::Lq4h);
+        // Q4_K (lq4h) and Q5_K (q8_0): |Δw| ≤ 2⁻¹¹·(|d·sc·q| + |dmin·m|) (the f16 rounding of
+        // s and m); scales that are powers of two times an f16 are exact, so the values (the
+        // codes and their order) are equal.
+        type Import = fn(&str, usize, usize, &[u8]) -> crate::error::Result<Q4Matrix>;
+        let kinds: [(GgmlType, usize, f32, BlockLayout, Import); 2] = [
+            (
+                GgmlType::Q4K,
+                144,
+                15.0,
+                BlockLayout::Lq4h,
+                Q4Matrix::from_ggml_q4_k,
+            ),
+            (
+                GgmlType::Q5K,
+                176,
+                31.0,
+                BlockLayout::Q8,
+                Q4Matrix::from_ggml_q5_k,
+            ),
+        ];
         let mut want = vec![0f32; n * k];
-        dequantize_into(GgmlType::Q4K, &raw, &mut want);
-        let got = m.dequantize();
-        for (i, (a, b)) in got.iter().zip(&want).enumerate() {
-            let blk = &raw[144 * (i / 256)..];
-            let (d, dmin) = (super::f16_at(blk, 0), super::f16_at(blk, 2));
-            let (sc, mn) = kquant_scale_min(&blk[4..16], (i % 256) / 32);
-            let bound = (d * sc as f32 * 15.0 + dmin * mn as f32) / 2048.0 + 1e-7;
-            assert!(
-                (a - b).abs() <= bound,
-                "Q4_K element {i}: {a} vs {b} (bound {bound})"
-            );
+        for (ty, bytes, qmax, layout, import) in kinds {
+            let mut raw = kquant_blocks(&mut rng, n * k / 256, bytes, &[0, 2], 0.002);
+            let m = import("blk.5.ffn_down", n, k, &raw).expect("import");
+            m.validate("blk.5.ffn_down").expect("valid");
+            assert_eq!(m.layout, layout);
+            dequantize_into(ty, &raw, &mut want);
+            for (i, (a, b)) in m.dequantize().iter().zip(&want).enumerate() {
+                let blk = &raw[bytes * (i / 256)..];
+                let (d, dmin) = (super::f16_at(blk, 0), super::f16_at(blk, 2));
+                let (sc, mn) = kquant_scale_min(&blk[4..16], (i % 256) / 32);
+                let bound = (d * sc as f32 * qmax + dmin * mn as f32) / 2048.0 + 1e-7;
+                assert!(
+                    (a - b).abs() <= bound,
+                    "{ty:?} element {i}: {a} vs {b} (bound {bound})"
+                );
+            }
+            for b in raw.chunks_exact_mut(bytes) {
+                b[4..16].copy_from_slice(&[1, 2, 4, 8, 16, 32, 1, 2, 0x11, 0x22, 0x44, 0x08]);
+            }
+            let m = import("t", n, k, &raw).expect("import");
+            dequantize_into(ty, &raw, &mut want);
+            assert!(m.dequantize() == want, "{ty:?} with exact scales differs");
         }
-        // Scales that are powers of two times an f16 are exact: the codes and their order too.
-        let mut raw2 = raw.clone();
-        for b in raw2.chunks_exact_mut(144) {
-            b[4..16].copy_from_slice(&[1, 2, 4, 8, 16, 32, 1, 2, 0x11, 0x22, 0x44, 0x08]);
-        }
-        let m2 = Q4Matrix::from_ggml_q4_k("t", n, k, &raw2).expect("q4_k");
-        dequantize_into(GgmlType::Q4K, &raw2, &mut want);
-        assert!(m2.dequantize() == want, "Q4_K with exact scales differs");
-
-        // Q5_K: the same scales as Q4_K, 5-bit codes; the same bound, and exact scales exact.
-        let mut raw = kquant_blocks(&mut rng, n * k / 256, 176, &[0, 2], 0.002);
-        let m = Q4Matrix::from_ggml_q5_k("blk.6.ffn_down", n, k, &raw).expect("q5_k");
-        m.validate("blk.6.ffn_down").expect("valid");
-        assert_eq!(m.layout, BlockLayout::Q8);
-        dequantize_into(GgmlType::Q5K, &raw, &mut want);
-        for (i, (a, b)) in m.dequantize().iter().zip(&want).enumerate() {
-            let blk = &raw[176 * (i / 256)..];
-            let (d, dmin) = (super::f16_at(blk, 0), super::f16_at(blk, 2));
-            let (sc, mn) = kquant_scale_min(&blk[4..16], (i % 256) / 32);
-            let bound = (d * sc as f32 * 31.0 + dmin * mn as f32) / 2048.0 + 1e-7;
-            assert!(
-                (a - b).abs() <= bound,
-                "Q5_K element {i}: {a} vs {b} (bound {bound})"
-            );
-        }
-        for b in raw.chunks_exact_mut(176) {
-            b[4..16].copy_from_slice(&[1, 2, 4, 8, 16, 32, 1, 2, 0x11, 0x22, 0x44, 0x08]);
-        }
-        let m = Q4Matrix::from_ggml_q5_k("t", n, k, &raw).expect("q5_k");
-        dequantize_into(GgmlType::Q5K, &raw, &mut want);
-        assert!(m.dequantize() == want, "Q5_K with exact scales differs");
 
         // Q6_K: groups whose two scales share a divisor they are at most 4 times are exact up
         // to f16; every other value within 16/127 of the larger 6-bit step (+ f16).
@@ -556,7 +551,6 @@ mod tests {
         let m = Q4Matrix::from_ggml_q6_k("blk.7.attn_v", n, k, &raw).expect("q6_k");
         m.validate("blk.7.attn_v").expect("valid");
         assert_eq!(m.layout, BlockLayout::Q8);
-        let mut want = vec![0f32; n * k];
         dequantize_into(GgmlType::Q6K, &raw, &mut want);
         let got = m.dequantize();
         for (i, (a, b)) in got.iter().zip(&want).enumerate() {
