@@ -5,45 +5,21 @@
 #
 #   scripts/bench-page.sh [GEN_TOKENS] [RUNS]
 #
-# Builds the demo bundle (as ./run.sh: SmolLM2-135M-Instruct Q4_1 → 4-bit bundle + Alice with
-# all-MiniLM-L6-v2) unless target/demo-bundle exists, the web app with Trunk, and a wllama page
+# Builds and serves the demo bundle and the web app (scripts/page-site.sh), and a wllama page
 # from npm @wllama/wllama (package.json); Chromium runs without WebGPU, as for a reader
 # without a GPU. Prints one JSON object (scripts/bench-page.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"   # wasm-opt (npm binaryen), trunk
-export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/xdg-runtime-$(id -u)}"
-mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 gen=${1:-128}; runs=${2:-3}
 question="Who did Alice follow down the rabbit hole?"
 work=$(mktemp -d); trap 'kill ${server:-} 2>/dev/null || true; rm -rf "$work"' EXIT
+source scripts/page-site.sh
 
-bash scripts/setup.sh >&2
-python3 scripts/fetch-assets.py smollm2 minilm alice >&2
-assets="${LOREKEEPER_CACHE:-$HOME/.cache/lorekeeper}/assets"
-model="$assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-bundle=target/demo-bundle
-if [ ! -f "$bundle/manifest.json" ]; then
-  cargo build --quiet --release -p index-builder
-  ./target/release/index-builder model --base "$model" --quant q4 --out "$bundle" >&2
-  ./target/release/index-builder index --corpus "$assets/texts/alice29.txt" \
-    --embedder "$assets/all-minilm-l6-v2" --out "$bundle" >&2
-fi
-
-trunk build --release --dist "$work/site" > "$work/trunk.log" 2>&1 || { tail -20 "$work/trunk.log" >&2; exit 1; }
-# The threaded engine worker beside it (the page runs it: the server sends COOP/COEP).
-bash scripts/build-threads.sh "$work/site" > "$work/threads.log" 2>&1 || { tail -20 "$work/threads.log" >&2; exit 1; }
-mkdir -p "$work/site/bundles" "$work/site/wllama"
-cp -r "$bundle" "$work/site/bundles/demo"
-echo '{"bundles": [{"id": "demo", "title": "demo bundle", "path": "bundles/demo/", "description": "scripts/bench-page.sh"}]}' \
-  > "$work/site/bundles/index.json"
+mkdir -p "$work/site/wllama"
 cp -r node_modules/@wllama/wllama/esm "$work/site/wllama/esm"
 cp scripts/bench-page/wllama.html "$work/site/wllama/index.html"
 cp scripts/bench-page/wllama-bench.js "$work/site/wllama/bench.js"
 cp "$model" "$work/site/model.gguf"
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-python3 tests/web-app/serve.py "$work/site" --port "$port" --isolate >/dev/null 2>&1 &
-server=$!
-for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.2; done
+serve_site
 node scripts/bench-page.mjs "http://127.0.0.1:$port/" demo "$question" "$gen" "$runs"

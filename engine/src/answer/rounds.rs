@@ -195,8 +195,9 @@ impl<'c> Rounds<'c> {
 
     /// Read: ranks the answer spans of every passage shown ([`reader`]), orders this round's
     /// passages by their best span (renumbering them), and ends the question in the first
-    /// round when the best span scores under the reader's floor for the embedder's kind
-    /// (`None`: the round is recorded and the answer abstains).
+    /// round when the best span scores under the reader's floor for the embedder's kind, or
+    /// when no span's cosine with the question reaches its cosine floor (`None`: the round is
+    /// recorded and the answer abstains, showing the best passages).
     pub async fn read_spans<B: Backend>(
         &mut self,
         b: &B,
@@ -260,19 +261,28 @@ impl<'c> Rounds<'c> {
             .map(reader::Span::answer_score)
             .fold(f32::MIN, f32::max);
         self.spans = spans;
-        match cfg.reader.floor.get(kind) {
-            Some(&floor) if round == 1 && best < floor => {
-                let why = if best == f32::MIN {
-                    "no passage shown holds a span that could answer".to_string()
-                } else {
-                    format!("no span likely answers: best reader score {best:.3} < {floor:.3}")
-                };
+        let closest = dense.iter().copied().fold(f32::MIN, f32::max);
+        let why = if round == 1 {
+            reader::shortfall(
+                best,
+                closest,
+                cfg.reader.floor.get(kind).copied(),
+                cfg.reader
+                    .cosine_floor
+                    .get(&reader::cosine_key(kind, question))
+                    .copied(),
+            )
+        } else {
+            None
+        };
+        match why {
+            Some(why) => {
                 r.problems.push(why.clone());
                 self.out.rounds.push(r);
                 self.out.abstain_reason = Some(why);
                 Ok(None)
             }
-            _ => Ok(Some(r)),
+            None => Ok(Some(r)),
         }
     }
 
