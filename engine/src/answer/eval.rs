@@ -158,6 +158,10 @@ pub struct EvalItem {
     pub gold_span_rank: Option<usize>,
     /// The reader's best spans of the first round: `score dense lexical lead Eid: text`.
     pub spans: Vec<String>,
+    /// Why the pipeline abstained on its own (weak retrieval, a reader floor, failed checks),
+    /// if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abstain_reason: Option<String>,
 }
 
 /// The summary.
@@ -249,6 +253,7 @@ impl EvalSummary {
             gold_in_evidence: false,
             gold_span_rank: None,
             spans: Vec::new(),
+            abstain_reason: None,
         };
         match outcome {
             Err(e) => {
@@ -260,6 +265,7 @@ impl EvalSummary {
                 self.repaired += a.repaired();
                 *self.rounds.entry(a.rounds.len()).or_default() += 1;
                 item.actions = a.action_sequence();
+                item.abstain_reason = a.abstain_reason.clone();
                 *self
                     .action_sequences
                     .entry(item.actions.clone())
@@ -504,6 +510,46 @@ mod tests {
         assert!(e.starts_with("q.jsonl:2:"), "{e}");
         assert!(parse_answer_questions("q.jsonl", "{\"question\":\" \"}").is_err());
         assert!(parse_answer_questions("q.jsonl", "\n").is_err());
+    }
+
+    #[test]
+    fn an_abstention_is_recorded_with_its_reason() {
+        let q = AnswerQuestion {
+            id: "hlm-u1".into(),
+            question: "薛宝钗的父亲叫什么名字？".into(),
+            answers: Vec::new(),
+            unanswerable: true,
+        };
+        let why = "no span is close to the question: best span cosine 0.871 < 0.890";
+        let a = Answer {
+            mode: crate::answer::Mode::Extractive,
+            question: q.question.clone(),
+            rounds: Vec::new(),
+            final_action: NextAction::Abstain,
+            answer: "The passages do not say.".into(),
+            facts: Vec::new(),
+            abstain_reason: Some(why.into()),
+            snippets: Vec::new(),
+            grammar: false,
+            evidence: Vec::new(),
+            timings: Default::default(),
+        };
+        let mut sum = EvalSummary::default();
+        sum.add(&q, Ok(&a), 0.5);
+        assert_eq!(sum.unanswerable_abstained, 1);
+        assert_eq!(sum.items[0].abstain_reason.as_deref(), Some(why));
+        let json = serde_json::to_value(&sum).expect("json");
+        assert_eq!(json["items"][0]["abstain_reason"], why);
+        // An answer carries no reason, and the field is left out of its JSON.
+        let answered = Answer {
+            final_action: NextAction::AnswerDirectly,
+            answer: "薛蟠".into(),
+            abstain_reason: None,
+            ..a
+        };
+        sum.add(&q, Ok(&answered), 0.5);
+        let json = serde_json::to_value(&sum).expect("json");
+        assert!(json["items"][1].get("abstain_reason").is_none());
     }
 
     #[test]
