@@ -9,7 +9,8 @@
 // engine's exports; it never shrinks, so growth is a leak or a new high-water mark), the resident
 // memory of Chromium's renderer processes (/proc: the page, its worker and the CPU pool), and
 // the page's JS heap. With NATIVE_EVAL (`lorekeeper eval --json` on the same bundle and set), each
-// page answer of the first pass is compared with the native one. Prints one JSON object.
+// page answer of the first pass is compared with the native one, and the answers equal to it
+// count as containing the gold where the native eval found it. Prints one JSON object.
 import { readFileSync, readdirSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
@@ -21,7 +22,7 @@ if (!url || !id || !questionsPath) {
 const N = Number(nArg || 200);
 const LONG = 1_800_000;
 const set = readFileSync(questionsPath, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
-const native = nativePath ? new Map(JSON.parse(readFileSync(nativePath, 'utf8')).items.map((i) => [i.id, i.answer])) : null;
+const native = nativePath ? new Map(JSON.parse(readFileSync(nativePath, 'utf8')).items.map((i) => [i.id, i])) : null;
 
 const MIB = 1024 * 1024;
 const bare = (t) => t.replace(/(\s*\[E\d+\])*\s*$/, '').trim();
@@ -91,14 +92,16 @@ try {
       // The answer as the native eval records it, the cite marks after it left out.
       const answer = bare(await turn.locator('.final-answer').textContent());
       if (i < set.length) {
-        if (!q.unanswerable && q.answers?.length) {
-          answerable += 1;
-          if (q.answers.some((a) => answer.toLowerCase().includes(a.toLowerCase()))) containsGold += 1;
-        }
-        if (native?.has(q.id)) {
+        if (!q.unanswerable && q.answers?.length) answerable += 1;
+        const n = native?.get(q.id);
+        if (n) {
           compared += 1;
-          if (bare(native.get(q.id)) === answer) same += 1;
-          else console.error(`[differs] ${q.id}: page ${JSON.stringify(answer)} native ${JSON.stringify(native.get(q.id))}`);
+          // An answer equal to the native one contains the gold where the engine's own rule
+          // (eval.rs `contains_gold`) found it natively; it is not judged again here.
+          if (bare(n.answer) === answer) {
+            same += 1;
+            if (n.contains_gold) containsGold += 1;
+          } else console.error(`[differs] ${q.id}: page ${JSON.stringify(answer)} native ${JSON.stringify(n.answer)}`);
         }
       }
     }
@@ -108,7 +111,7 @@ try {
   }
   const sorted = [...seconds].sort((a, b) => a - b);
   out.seconds = { mean: seconds.reduce((a, b) => a + b, 0) / seconds.length, p50: sorted[Math.floor(sorted.length / 2)], max: sorted[sorted.length - 1] };
-  out.first_pass = { answerable, contains_gold: containsGold, ...(native ? { same_as_native: same, compared } : {}) };
+  out.first_pass = { answerable, ...(native ? { same_as_native: same, compared, contains_gold: containsGold } : {}) };
   const [first, last] = [out.samples[0], out.samples[out.samples.length - 1]];
   out.growth_mib = {
     wasm: last.wasm_mib - first.wasm_mib,
