@@ -1,5 +1,6 @@
 # Phase timing for .ci/run and ./test.sh (sourced, not run).
-#   phase NAME CMD...   runs CMD, appends "NAME<TAB>SECONDS<TAB>STATUS" to $LOREKEEPER_PHASES
+#   phase NAME CMD...   runs CMD, appends "NAME<TAB>SECONDS<TAB>STATUS<TAB>FREE_KIB" to
+#                       $LOREKEEPER_PHASES (FREE_KIB: the disk space left after it, `df -P .`)
 #   phase_report        prints the phases and the slowest tests (scripts/test-report.py)
 # The first script to source this owns the file and prints the report when it exits; a script
 # it runs (test.sh under .ci/run) adds its phases to the same file.
@@ -19,7 +20,8 @@ phase() {
   echo "== $name =="
   t=$(date +%s)
   "$@" || s=$?
-  printf '%s\t%s\t%s\n' "$name" "$(( $(date +%s) - t ))" "$s" >> "$LOREKEEPER_PHASES"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$(( $(date +%s) - t ))" "$s" \
+    "$(df -P . 2>/dev/null | awk 'NR == 2 { print $4 }')" >> "$LOREKEEPER_PHASES"
   return "$s"
 }
 

@@ -3,7 +3,8 @@
 
     test-report.py PHASES_FILE TOTAL_SECONDS START_EPOCH
 
-PHASES_FILE holds `name<TAB>seconds<TAB>status` lines (scripts/phases.sh). The slowest tests
+PHASES_FILE holds `name<TAB>seconds<TAB>status<TAB>free KiB` lines (scripts/phases.sh): the
+disk space left after each phase is printed beside its time (a full disk fails builds late). The slowest tests
 come from cargo nextest's JUnit file (target/nextest/default/junit.xml, native tests) and from
 target/browser-tests.tsv (`name<TAB>seconds`, the browser tests, written by
 scripts/time-lines.py from the wasm-bindgen-test runner's output).
@@ -26,15 +27,18 @@ def main():
     if os.path.exists(phases_file):
         for line in open(phases_file, encoding="utf-8"):
             parts = line.rstrip("\n").split("\t")
-            if len(parts) == 3:
-                rows.append((parts[0], float(parts[1]), parts[2]))
+            if len(parts) >= 3:
+                free = parts[3] if len(parts) > 3 and parts[3].isdigit() else ""
+                rows.append((parts[0], float(parts[1]), parts[2], free))
     print("\n== timing ==")
     w = max([len(r[0]) for r in rows] + [5])
-    print(f"| {'phase':<{w}} | {'time':>7} | status |")
-    print(f"|{'-' * (w + 2)}|{'-' * 9}|--------|")
-    for name, secs, status in rows:
-        print(f"| {name:<{w}} | {mmss(secs):>7} | {'ok' if status == '0' else 'rc ' + status:<6} |")
-    print(f"| {'total':<{w}} | {mmss(total):>7} |        |")
+    print(f"| {'phase':<{w}} | {'time':>7} | status | disk free |")
+    print(f"|{'-' * (w + 2)}|{'-' * 9}|--------|-----------|")
+    for name, secs, status, free in rows:
+        gib = f"{int(free) / (1 << 20):.1f} GiB" if free else ""
+        ok = "ok" if status == "0" else "rc " + status
+        print(f"| {name:<{w}} | {mmss(secs):>7} | {ok:<6} | {gib:>9} |")
+    print(f"| {'total':<{w}} | {mmss(total):>7} |        |           |")
 
     tests = []
     junit = os.path.join(ROOT, "target/nextest/default/junit.xml")

@@ -37,7 +37,18 @@ echo "== web app: trunk build --cargo-profile web-test --features test-hooks =="
 # The test hooks (lose the GPU device, crash the worker) exist only in this build; ./run.sh's
 # release build has none (a unit test in app/src/protocol.rs checks the messages are refused).
 # The `web-test` profile (Cargo.toml): release semantics at opt-level 1, no wasm-opt.
-trunk build --cargo-profile web-test --features test-hooks
+if ! trunk build --cargo-profile web-test --features test-hooks; then
+  # Trunk reports only cargo's exit status, and CI keeps only the end of the log: print cargo's
+  # own error last, with the disk and memory left (a full disk fails the build late).
+  echo "== web app: Trunk's cargo build failed; cargo's own output, disk and memory ==" >&2
+  df -h . >&2 || true
+  free -m >&2 || true
+  for b in lorekeeper-app worker; do
+    cargo build --target=wasm32-unknown-unknown --manifest-path app/Cargo.toml \
+      --profile web-test --bin "$b" --features test-hooks 2>&1 | tail -40 >&2 || true
+  done
+  exit 1
+fi
 site="$work/site"
 cp -r dist "$site"
 cp -r "$work/tiny" "$site/bundles/tiny"
