@@ -520,7 +520,7 @@ mod tests {
             answers: Vec::new(),
             unanswerable: true,
         };
-        let why = "no span is close to the question: best span cosine 0.871 < 0.890";
+        let why = "the best span is not close to the question: its cosine 0.869 < 0.870";
         let a = Answer {
             mode: crate::answer::Mode::Extractive,
             question: q.question.clone(),

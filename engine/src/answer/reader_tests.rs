@@ -321,30 +321,46 @@ fn rank_and_reorder_put_the_best_passage_first() {
 }
 
 #[test]
-fn abstains_when_no_span_is_close_enough_to_the_question() {
+fn abstains_when_the_best_span_is_not_close_enough_to_the_question() {
     let none = f32::MIN;
     // The defaults: a cosine floor for e5 on Chinese questions only; no score floor.
     let cfg = ReaderConfig::default();
     let floor = |kind: &str, q: &str| cfg.cosine_floor.get(&cosine_key(kind, q)).copied();
-    assert_eq!(floor("e5s1", "薛宝钗的父亲叫什么名字？"), Some(0.89));
+    assert_eq!(floor("e5s1", "薛宝钗的父亲叫什么名字？"), Some(0.87));
     assert_eq!(floor("e5s1", "What is the name of Alice's sister?"), None);
     assert_eq!(floor("bert", "What is the name of Alice's sister?"), None);
     assert_eq!(floor("bert", "薛宝钗的父亲叫什么名字？"), None);
     assert!(cfg.floor.is_empty());
     // Under the cosine floor: abstain, naming both figures.
-    let why = shortfall(1.4, 0.871, None, Some(0.89)).expect("abstains");
-    assert!(why.contains("0.871") && why.contains("0.890"), "{why}");
+    let why = shortfall(1.4, 0.869, None, Some(0.87)).expect("abstains");
+    assert!(why.contains("0.869") && why.contains("0.870"), "{why}");
     // At or over it, or with nothing embedded (no embedder), or no floor: no abstention.
-    assert_eq!(shortfall(1.4, 0.89, None, Some(0.89)), None);
-    assert_eq!(shortfall(1.4, 0.93, None, Some(0.89)), None);
-    assert_eq!(shortfall(1.4, none, None, Some(0.89)), None);
+    assert_eq!(shortfall(1.4, 0.87, None, Some(0.87)), None);
+    assert_eq!(shortfall(1.4, 0.93, None, Some(0.87)), None);
+    assert_eq!(shortfall(1.4, none, None, Some(0.87)), None);
     assert_eq!(shortfall(0.1, 0.2, None, None), None);
     // The score floor comes first, and an empty reading abstains under it.
-    let why = shortfall(0.3, 0.95, Some(0.35), Some(0.89)).expect("abstains");
+    let why = shortfall(0.3, 0.95, Some(0.35), Some(0.87)).expect("abstains");
     assert!(why.contains("reader score 0.300"), "{why}");
     assert!(shortfall(none, none, Some(0.35), None)
         .expect("abstains")
         .contains("no passage shown holds a span"));
+    // The floor reads the best-ranked span's cosine, not the closest span's: a span that
+    // restates the question ranks first on its words and is far from it in meaning.
+    let mut spans = vec![Span::of(0, "close in meaning"), Span::of(0, "ranked first")];
+    spans[1].lexical = 1.0;
+    rank(&mut spans, &[0.95, 0.80]);
+    assert_eq!(spans[0].text, "ranked first");
+    assert_eq!(ranked_cosine(&spans, true), 0.80);
+    assert!(shortfall(
+        spans[0].answer_score(),
+        ranked_cosine(&spans, true),
+        None,
+        Some(0.87)
+    )
+    .is_some());
+    assert_eq!(ranked_cosine(&spans, false), none);
+    assert_eq!(ranked_cosine(&[], true), none);
     // A config written before the cosine floor existed reads with the default.
     let old: ReaderConfig = serde_json::from_str(r#"{"choices": 1, "floor": {}}"#).expect("config");
     assert_eq!(old.cosine_floor, default_cosine_floor());
