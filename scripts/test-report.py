@@ -4,8 +4,8 @@
     test-report.py PHASES_FILE TOTAL_SECONDS START_EPOCH
 
 PHASES_FILE holds `name<TAB>seconds<TAB>status<TAB>free KiB` lines (scripts/phases.sh): the
-disk space left after each phase is printed beside its time (a full disk fails builds late). The slowest tests
-come from cargo nextest's JUnit file (target/nextest/default/junit.xml, native tests) and from
+disk space left after each phase is printed beside its time (a full disk fails builds late).
+The slowest tests come from cargo nextest's JUnit file (target/nextest/default/junit.xml, native tests) and from
 target/browser-tests.tsv (`name<TAB>seconds`, the browser tests, written by
 scripts/time-lines.py from the wasm-bindgen-test runner's output).
 """

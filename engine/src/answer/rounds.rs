@@ -196,8 +196,8 @@ impl<'c> Rounds<'c> {
     /// Read: ranks the answer spans of every passage shown ([`reader`]), orders this round's
     /// passages by their best span (renumbering them), and ends the question in the first
     /// round when the best span scores under the reader's floor for the embedder's kind, or
-    /// when the best span's cosine with the question is under its cosine floor (`None`: the round is
-    /// recorded and the answer abstains, showing the best passages).
+    /// when the best span's cosine with the question is under its cosine floor (`None`: the
+    /// round is recorded and the answer abstains, showing the best passages).
     pub async fn read_spans<B: Backend>(
         &mut self,
         b: &B,
@@ -260,12 +260,12 @@ impl<'c> Rounds<'c> {
             .iter()
             .map(reader::Span::answer_score)
             .fold(f32::MIN, f32::max);
-        let lead_cosine = reader::ranked_cosine(&spans, !dense.is_empty());
+        let cosine = reader::ranked_cosine(&spans, !dense.is_empty());
         self.spans = spans;
         let why = if round == 1 {
             reader::shortfall(
                 best,
-                lead_cosine,
+                cosine,
                 cfg.reader.floor.get(kind).copied(),
                 cfg.reader
                     .cosine_floor
