@@ -1,10 +1,16 @@
 // Starts the engine worker's wasm (wasm-bindgen "no-modules" output, loaded same-origin). Where
-// the page is cross-origin isolated (SharedArrayBuffer allowed) and the site carries the
-// threaded build (scripts/build-threads.sh: worker-mt.js), that one runs, with a CPU pool of
-// Web Workers; otherwise the stable single-threaded build. Its exports stay reachable as
-// `self.lorekeeperWasm` (scripts/soak-page.mjs reads the size of its memory).
+// the page is cross-origin isolated (SharedArrayBuffer allowed), the site carries the threaded
+// build (scripts/build-threads.sh: worker-mt.js) and the browser runs relaxed SIMD (which that
+// build's 4-bit dot products use: it must validate a module with i8x16.relaxed_swizzle), that
+// one runs, with a CPU pool of Web Workers; otherwise the stable single-threaded build. Its
+// exports stay reachable as `self.lorekeeperWasm` (scripts/soak-page.mjs reads the size of its
+// memory).
+const relaxedSimd = WebAssembly.validate(new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 15, 1, 13, 0, 65, 1, 253,
+  15, 65, 2, 253, 15, 253, 128, 2, 11,
+]));
 let threaded = false;
-if (self.crossOriginIsolated) {
+if (self.crossOriginIsolated && relaxedSimd) {
   try {
     importScripts('./worker-mt.js');
     threaded = true;

@@ -18,7 +18,7 @@ wasm-bindgen --target no-modules --no-typescript --out-dir "$out" --out-name wor
 cp "$out/worker-mt.js" "$dist/"
 opt=node_modules/.bin/wasm-opt
 if [ -x "$opt" ]; then
-  "$opt" -O3 --enable-threads --enable-bulk-memory --enable-simd --enable-mutable-globals \
+  "$opt" -O3 --enable-threads --enable-bulk-memory --enable-simd --enable-relaxed-simd --enable-mutable-globals \
     "$out/worker-mt_bg.wasm" -o "$dist/worker-mt_bg.wasm"
 else
   cp "$out/worker-mt_bg.wasm" "$dist/"

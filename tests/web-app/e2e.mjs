@@ -300,7 +300,7 @@ const gpuUrl = `${url}?backend=gpu`;
   await page.waitForSelector('#phase.ready', { timeout: LONG });
   const runsOn = await page.textContent('#runs-on');
   check('with only a software adapter the page runs on the CPU path and says why',
-    /^Runs on: cpu \(simd128, \d+ threads?\)/.test(runsOn) && /software adapter/.test(runsOn), runsOn);
+    /^Runs on: cpu \((simd128|relaxed-simd), \d+ threads?\)/.test(runsOn) && /software adapter/.test(runsOn), runsOn);
   await setSettings(page);
   sameRounds('the CPU path in the page answers with the native engine\'s tokens', await rawRounds(await ask(page, question)));
   await shot(page, 'answer-cpu');
@@ -353,7 +353,7 @@ const gpuUrl = `${url}?backend=gpu`;
   await loadBundle(page, 'tiny');
   await page.waitForSelector('#phase.ready, #load-error', { timeout: LONG });
   const runsOn = (await page.$('#runs-on')) ? await page.textContent('#runs-on') : await page.textContent('#load-error');
-  check('without WebGPU the page loads on the CPU path', /^Runs on: cpu \(simd128/.test(runsOn) && /no GPU adapter/.test(runsOn), runsOn);
+  check('without WebGPU the page loads on the CPU path', /^Runs on: cpu \((simd128|relaxed-simd)/.test(runsOn) && /no GPU adapter/.test(runsOn), runsOn);
   // The default protocol (auto) answers a model this small extractively: the reader's span,
   // no token generated, the native engine's answer.
   if (nativeAuto) {

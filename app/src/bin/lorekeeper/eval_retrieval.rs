@@ -6,7 +6,11 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use lorekeeper_engine::embed::Embedder;
-use lorekeeper_engine::retrieval::{evaluate, parse_questions, FusionConfig, Metrics, Sources};
+use lorekeeper_engine::format::bundle::IndexBundle;
+use lorekeeper_engine::retrieval::eval::is_relevant;
+use lorekeeper_engine::retrieval::{
+    evaluate, parse_questions, FusionConfig, Metrics, Question, Sources,
+};
 use lorekeeper_engine::Backend;
 
 use crate::common::{on_backend, open_index, BackendArg};
@@ -34,6 +38,11 @@ pub struct Args {
     /// `--json`, all of them)
     #[arg(long)]
     fit: bool,
+    /// Also write, as JSON, each question's dense and BM25 rankings (first 100, with their
+    /// scores, no neighbor expansion), the chunks that hold its gold, and every chunk's text:
+    /// what fusion, a rerank or another tokenizer can be studied on outside the engine
+    #[arg(long)]
+    rankings: Option<PathBuf>,
 }
 
 /// The weightings `--fit` evaluates: every combination of these.
@@ -83,6 +92,50 @@ impl FitGrid {
     }
 }
 
+/// Depth of the rankings `--rankings` writes.
+const RANKINGS_DEPTH: usize = 100;
+
+/// `--rankings`: each question's dense and BM25 rankings with scores, its gold chunks, and the
+/// chunks' texts, as one JSON object `{qs: [{q, rel, dense, sparse}…], chunks: [text…]}`.
+fn write_rankings(
+    ix: &mut IndexBundle,
+    qs: &[Question],
+    vecs: Option<&[Vec<f32>]>,
+    path: &std::path::Path,
+) -> Result<()> {
+    let cfg = ix.story.config().clone();
+    let fusion = FusionConfig {
+        neighbors: 0,
+        candidates: RANKINGS_DEPTH,
+        ..cfg.fusion.clone()
+    };
+    ix.story.set_search_config(fusion, cfg.graph.clone());
+    let mut out = Vec::with_capacity(qs.len());
+    for (i, q) in qs.iter().enumerate() {
+        let v = vecs.map(|v| v[i].as_slice());
+        let dense = ix
+            .story
+            .search(&q.question, v, RANKINGS_DEPTH, Sources::DENSE)?;
+        let sparse = ix
+            .story
+            .search(&q.question, v, RANKINGS_DEPTH, Sources::SPARSE)?;
+        let rel: Vec<u32> = (0..ix.story.chunks().len() as u32)
+            .filter(|&c| is_relevant(&ix.story, c, &q.gold))
+            .collect();
+        out.push(serde_json::json!({
+            "q": q.question, "rel": rel,
+            "dense": dense.iter().map(|h| (h.id, h.dense_score)).collect::<Vec<_>>(),
+            "sparse": sparse.iter().map(|h| (h.id, h.sparse_score)).collect::<Vec<_>>(),
+        }));
+    }
+    let texts: Vec<&str> = ix.story.chunks().iter().map(|c| c.text.as_str()).collect();
+    let json = serde_json::json!({"qs": out, "chunks": texts});
+    std::fs::write(path, serde_json::to_string(&json)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    ix.story.set_search_config(cfg.fusion, cfg.graph);
+    Ok(())
+}
+
 /// `lorekeeper eval-retrieval`.
 pub fn run(args: Args) -> Result<()> {
     on_backend!(args.backend, |b| eval_retrieval_on(b, &args))
@@ -120,6 +173,9 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
         }
         None => None,
     };
+    if let Some(path) = &a.rankings {
+        write_rankings(&mut ix, &qs, vecs.as_deref(), path)?;
+    }
     let mut rows = Vec::new();
     let dense_bm25 = Sources {
         graph: false,

@@ -76,12 +76,15 @@ impl Isa {
         v
     }
 
-    /// Short name for reports: `avx2`, `neon`, `simd128`, `scalar`.
+    /// Short name for reports: `avx2`, `neon`, `simd128` (`relaxed-simd` where the build
+    /// enables it), `scalar`.
     pub fn name(self) -> &'static str {
         match self {
             Isa::Scalar => "scalar",
             Isa::Avx2 => "avx2",
             Isa::Neon => "neon",
+            // The page's threaded build adds relaxed SIMD (its 4-bit dot products).
+            Isa::Simd128 if cfg!(target_feature = "relaxed-simd") => "relaxed-simd",
             Isa::Simd128 => "simd128",
         }
     }

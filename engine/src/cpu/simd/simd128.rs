@@ -3,7 +3,9 @@
 //!
 //! One group per step: low and high nibbles of the 16 code bytes and the matching activation
 //! halves are widened to i16 and multiplied pairwise into i32 lanes by `i32x4.dot_i16x8_s`;
-//! each group's i32 lanes are scaled by `sc·dx` into an f32x4 accumulator.
+//! each group's i32 lanes are scaled by `sc·dx` into an f32x4 accumulator. Built with
+//! `+relaxed-simd` (the page's threaded build, `scripts/threads-env.sh`), the widening and the
+//! four dot products of a group become two `i32x4.relaxed_dot_i8x16_i7x16_add_s`.
 
 use core::arch::wasm32::*;
 
@@ -21,6 +23,7 @@ pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
 }
 
 /// `Σ_g scales[g]·Σ_i q_i·qx_i` (the integer half of [`lq4_q8`], the scales given).
+#[cfg(not(target_feature = "relaxed-simd"))]
 pub fn codes_dot(codes: &[u8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
     let groups = x.d.len();
     let mask = u8x16_splat(0x0F);
@@ -51,10 +54,38 @@ pub fn codes_dot(codes: &[u8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
         );
         acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(scale)));
     }
-    f32x4_extract_lane::<0>(acc)
-        + f32x4_extract_lane::<1>(acc)
-        + f32x4_extract_lane::<2>(acc)
-        + f32x4_extract_lane::<3>(acc)
+    hsum(acc)
+}
+
+/// `Σ_g scales[g]·Σ_i q_i·qx_i` (the integer half of [`lq4_q8`], the scales given).
+///
+/// With relaxed SIMD (the page's threaded build): each 16-byte half of a group is one
+/// `i32x4.relaxed_dot_i8x16_i7x16_add_s`, activations as the signed operand and the codes
+/// (0..15 after masking, so the same read signed or unsigned: the instruction's result is
+/// deterministic) as the 7-bit one; pair sums are at most 2·127·15, so no 16-bit saturation.
+/// V8 lowers it to `pmaddubsw` + `pmaddwd` on x86 and `sdot` on ARM where present.
+#[cfg(target_feature = "relaxed-simd")]
+pub fn codes_dot(codes: &[u8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
+    let groups = x.d.len();
+    let mask = u8x16_splat(0x0F);
+    let mut acc = f32x4_splat(0.0);
+    for (g, &scale) in scales[..groups].iter().enumerate() {
+        let (xe, xo) = super::scalar::q8_halves(x.qs, g, groups);
+        let codes = &codes[16 * g..16 * g + 16];
+        // SAFETY: each load reads 16 bytes from a slice of exactly 16 bytes (no alignment
+        // is required of v128.load).
+        let (v, xe, xo) = unsafe {
+            (
+                v128_load(codes.as_ptr() as *const v128),
+                v128_load(xe.as_ptr() as *const v128),
+                v128_load(xo.as_ptr() as *const v128),
+            )
+        };
+        let s = i32x4_relaxed_dot_i8x16_i7x16_add(xe, v128_and(v, mask), i32x4_splat(0));
+        let s = i32x4_relaxed_dot_i8x16_i7x16_add(xo, u8x16_shr(v, 4), s);
+        acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(scale)));
+    }
+    hsum(acc)
 }
 
 /// `Σ_g scales[g]·Σ_i w_i·x_i` for a `q8_0` row (signed codes, natural order; see
@@ -85,10 +116,7 @@ pub fn q8_dot(codes: &[i8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
         let s = i32x4_add(dot(w0, v0), dot(w1, v1));
         acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(scale)));
     }
-    f32x4_extract_lane::<0>(acc)
-        + f32x4_extract_lane::<1>(acc)
-        + f32x4_extract_lane::<2>(acc)
-        + f32x4_extract_lane::<3>(acc)
+    hsum(acc)
 }
 
 /// The per-group pre-pass of `lq4h` and `q8_0` rows (see `half_scales` in the dispatch module), four groups
@@ -116,6 +144,15 @@ pub fn half_scales(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
         + f32x4_extract_lane::<2>(acc)
         + f32x4_extract_lane::<3>(acc);
     acc_m + super::half_scales_tail(subs, x, scratch, g)
+}
+
+/// The sum of the four lanes.
+#[inline]
+fn hsum(acc: v128) -> f32 {
+    f32x4_extract_lane::<0>(acc)
+        + f32x4_extract_lane::<1>(acc)
+        + f32x4_extract_lane::<2>(acc)
+        + f32x4_extract_lane::<3>(acc)
 }
 
 /// Four halves (the low 16 bits of each lane) as floats, as [`super::f16_to_f32`].
