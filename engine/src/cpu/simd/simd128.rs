@@ -23,7 +23,6 @@ pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
 }
 
 /// `Σ_g scales[g]·Σ_i q_i·qx_i` (the integer half of [`lq4_q8`], the scales given).
-#[cfg(not(target_feature = "relaxed-simd"))]
 pub fn codes_dot(codes: &[u8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
     let groups = x.d.len();
     let mask = u8x16_splat(0x0F);
@@ -40,52 +39,40 @@ pub fn codes_dot(codes: &[u8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
                 v128_load(xo.as_ptr() as *const v128),
             )
         };
-        let lo = v128_and(v, mask);
-        let hi = u8x16_shr(v, 4);
-        let s = i32x4_add(
-            i32x4_add(
-                i32x4_dot_i16x8(u16x8_extend_low_u8x16(lo), i16x8_extend_low_i8x16(xe)),
-                i32x4_dot_i16x8(u16x8_extend_high_u8x16(lo), i16x8_extend_high_i8x16(xe)),
-            ),
-            i32x4_add(
-                i32x4_dot_i16x8(u16x8_extend_low_u8x16(hi), i16x8_extend_low_i8x16(xo)),
-                i32x4_dot_i16x8(u16x8_extend_high_u8x16(hi), i16x8_extend_high_i8x16(xo)),
-            ),
-        );
+        let s = group_dot(v128_and(v, mask), u8x16_shr(v, 4), xe, xo);
         acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(scale)));
     }
     hsum(acc)
 }
 
-/// `Σ_g scales[g]·Σ_i q_i·qx_i` (the integer half of [`lq4_q8`], the scales given).
-///
-/// With relaxed SIMD (the page's threaded build): each 16-byte half of a group is one
+/// One group's integer products in four i32 lanes: the low nibbles `lo` (0..15) against the
+/// activations `xe`, the high nibbles `hi` against `xo`. Widened to i16 and multiplied
+/// pairwise by `i32x4.dot_i16x8_s`.
+#[cfg(not(target_feature = "relaxed-simd"))]
+#[inline]
+fn group_dot(lo: v128, hi: v128, xe: v128, xo: v128) -> v128 {
+    i32x4_add(
+        i32x4_add(
+            i32x4_dot_i16x8(u16x8_extend_low_u8x16(lo), i16x8_extend_low_i8x16(xe)),
+            i32x4_dot_i16x8(u16x8_extend_high_u8x16(lo), i16x8_extend_high_i8x16(xe)),
+        ),
+        i32x4_add(
+            i32x4_dot_i16x8(u16x8_extend_low_u8x16(hi), i16x8_extend_low_i8x16(xo)),
+            i32x4_dot_i16x8(u16x8_extend_high_u8x16(hi), i16x8_extend_high_i8x16(xo)),
+        ),
+    )
+}
+
+/// [`group_dot`] with relaxed SIMD (the page's threaded build): each half is one
 /// `i32x4.relaxed_dot_i8x16_i7x16_add_s`, activations as the signed operand and the codes
-/// (0..15 after masking, so the same read signed or unsigned: the instruction's result is
-/// deterministic) as the 7-bit one; pair sums are at most 2·127·15, so no 16-bit saturation.
-/// V8 lowers it to `pmaddubsw` + `pmaddwd` on x86 and `sdot` on ARM where present.
+/// (0..15, so the same read signed or unsigned: the instruction's result is deterministic)
+/// as the 7-bit one; pair sums are at most 2·127·15, so no 16-bit saturation. V8 lowers it
+/// to `pmaddubsw` + `pmaddwd` on x86 and `sdot` on ARM where present.
 #[cfg(target_feature = "relaxed-simd")]
-pub fn codes_dot(codes: &[u8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
-    let groups = x.d.len();
-    let mask = u8x16_splat(0x0F);
-    let mut acc = f32x4_splat(0.0);
-    for (g, &scale) in scales[..groups].iter().enumerate() {
-        let (xe, xo) = super::scalar::q8_halves(x.qs, g, groups);
-        let codes = &codes[16 * g..16 * g + 16];
-        // SAFETY: each load reads 16 bytes from a slice of exactly 16 bytes (no alignment
-        // is required of v128.load).
-        let (v, xe, xo) = unsafe {
-            (
-                v128_load(codes.as_ptr() as *const v128),
-                v128_load(xe.as_ptr() as *const v128),
-                v128_load(xo.as_ptr() as *const v128),
-            )
-        };
-        let s = i32x4_relaxed_dot_i8x16_i7x16_add(xe, v128_and(v, mask), i32x4_splat(0));
-        let s = i32x4_relaxed_dot_i8x16_i7x16_add(xo, u8x16_shr(v, 4), s);
-        acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(scale)));
-    }
-    hsum(acc)
+#[inline]
+fn group_dot(lo: v128, hi: v128, xe: v128, xo: v128) -> v128 {
+    let s = i32x4_relaxed_dot_i8x16_i7x16_add(xe, lo, i32x4_splat(0));
+    i32x4_relaxed_dot_i8x16_i7x16_add(xo, hi, s)
 }
 
 /// `Σ_g scales[g]·Σ_i w_i·x_i` for a `q8_0` row (signed codes, natural order; see
