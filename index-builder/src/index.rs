@@ -14,7 +14,7 @@ use lorekeeper_engine::format::bundle::{
 use lorekeeper_engine::format::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::retrieval::{
     chunk_corpus, parse_aliases, recall_at_k, AliasEntry, Chunk, ChunkConfig, DenseIndex,
-    IndexConfig, IngestOptions, RecallReport, StoryIndex,
+    FusionConfig, IndexConfig, IngestOptions, RecallReport, StoryIndex,
 };
 use lorekeeper_engine::Backend;
 use serde::Serialize;
@@ -168,6 +168,7 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
     // 3. The index (and a recall probe of its HNSW graph).
     let config = IndexConfig {
         chunk: o.chunk.clone(),
+        fusion: FusionConfig::for_story(chunks.iter().map(|c| c.text.as_str())),
         ..Default::default()
     };
     let n_chunks = chunks.len();

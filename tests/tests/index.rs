@@ -80,7 +80,11 @@ fn index_search_and_parts_in_either_order() {
             .story
             .search(q, Some(&v), 3, Sources::ALL)
             .expect("search");
-        assert!(hits[0].text.contains(want), "{q}: {:#?}", hits);
+        // Fused: among the first two. On this six-chunk story BM25 ranks "keeper" (in one
+        // chunk) over "sailors" for the first question, and convex fusion keeps that margin;
+        // the dense ranking below must put the answer first.
+        let at = hits.iter().position(|h| h.text.contains(want));
+        assert!(at.is_some_and(|p| p < 2), "{q}: {:#?}", hits);
         assert!(hits[0].dense_rank.is_some());
         let dense = ix
             .story

@@ -51,13 +51,16 @@ pub use corpus::{ingest, CorpusFormat, IngestOptions, Segment};
 pub use dense::{recall_at_k, DenseConfig, DenseIndex, RecallReport};
 pub use error::{Result, RetrievalError};
 pub use eval::{evaluate, parse_questions, EvalReport, Metrics, Question};
-pub use fusion::{Fused, FusionConfig, SourceRank};
+pub use fusion::{Fused, FusionConfig, FusionMethod, SourceRank};
 pub use graph::{parse_aliases, AliasEntry, Entity, EntityGraph, EntitySource, GraphConfig};
 
 /// The blob's magic bytes.
 pub const MAGIC: [u8; 8] = *b"LKSTORY\0";
-/// The blob format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 3;
+/// The blob format this build writes; it also reads [`FORMAT_VERSION_RRF`].
+pub const FORMAT_VERSION: u32 = 4;
+/// The blob format before [`FusionMethod`] (version 3): the same payload without the fusion
+/// method, its last field, so it reads as [`FusionMethod::Rrf`], the only fusion of its time.
+pub const FORMAT_VERSION_RRF: u32 = 3;
 const HEADER_LEN: usize = 28;
 
 /// Every setting of an index, serialized with it. Missing fields take their defaults.
@@ -383,9 +386,10 @@ impl StoryIndex {
         let mut v = [0u8; 4];
         v.copy_from_slice(&bytes[8..12]);
         let version = u32::from_le_bytes(v);
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != FORMAT_VERSION_RRF {
             return Err(blob(format!(
-                "format version {version}, this build reads version {FORMAT_VERSION}"
+                "format version {version}, this build reads versions {FORMAT_VERSION_RRF} and \
+                 {FORMAT_VERSION}"
             )));
         }
         let (len, checksum) = (word(12), word(20));
@@ -399,6 +403,15 @@ impl StoryIndex {
         if fnv1a64(payload) != checksum {
             return Err(blob("checksum mismatch: the payload is corrupt".into()));
         }
+        // Version 3 lacks the fusion method at the very end: append postcard's encoding of
+        // `FusionMethod::Rrf` (variant 0, one byte).
+        let upgraded;
+        let payload = if version == FORMAT_VERSION_RRF {
+            upgraded = [payload, &[0u8]].concat();
+            upgraded.as_slice()
+        } else {
+            payload
+        };
         let (data, rest): (IndexOwned, &[u8]) = postcard::take_from_bytes(payload)
             .map_err(|e| blob(format!("the payload does not decode: {e}")))?;
         if !rest.is_empty() {
@@ -657,6 +670,38 @@ mod tests {
         assert_eq!(back.to_bytes().unwrap(), bytes);
     }
 
+    /// A version-3 blob (the payload without the fusion method, its last byte here) reads
+    /// with RRF and searches as the index it was written from did with RRF.
+    #[test]
+    fn version_3_blobs_read_as_rrf() {
+        let mut config = small_config();
+        config.fusion.method = FusionMethod::Convex;
+        let index = build(config);
+        let v4 = index.to_bytes().unwrap();
+        assert_eq!(
+            *v4.last().unwrap(),
+            1,
+            "Convex is postcard's variant 1, the last byte"
+        );
+        let payload = &v4[HEADER_LEN..v4.len() - 1];
+        let mut v3 = frame(payload);
+        v3[8..12].copy_from_slice(&FORMAT_VERSION_RRF.to_le_bytes());
+        let back = StoryIndex::from_bytes(&v3).unwrap();
+        assert_eq!(back.config().fusion.method, FusionMethod::Rrf);
+        assert_eq!(back.chunks(), index.chunks());
+        let mut rrf = index.config().clone();
+        rrf.fusion.method = FusionMethod::Rrf;
+        let mut index = index;
+        index.set_search_config(rrf.fusion.clone(), rrf.graph.clone());
+        let q = "Why is a raven like a writing-desk";
+        let a = index.search(q, Some(&embed(q)), 4, Sources::ALL).unwrap();
+        let b = back.search(q, Some(&embed(q)), 4, Sources::ALL).unwrap();
+        assert_eq!(a, b);
+        // Written again, it is a version-4 blob.
+        let again = back.to_bytes().unwrap();
+        assert_eq!(again[8..12], FORMAT_VERSION.to_le_bytes());
+    }
+
     #[test]
     fn corrupt_blobs_are_errors_not_panics() {
         let index = build(small_config());
@@ -675,6 +720,7 @@ mod tests {
         let mut bad = bytes.clone();
         bad[8] = 9;
         assert!(msg(&bad).contains("format version 9"));
+        assert!(msg(&bad).contains("reads versions 3 and 4"));
         // Flipped bits anywhere in the payload: the checksum catches them.
         let mut rng = Pcg32::new(1);
         for _ in 0..200 {

@@ -9,7 +9,7 @@ use lorekeeper_engine::answer::session::{AnswerStream, Session as EngineSession}
 use lorekeeper_engine::answer::{Answer, AskConfig};
 use lorekeeper_engine::Backend;
 
-use crate::common::{on_backend, BackendArg};
+use crate::common::{on_backend, read_fusion, BackendArg};
 
 /// Options shared by `ask` and `eval`.
 #[derive(clap::Args, Clone)]
@@ -38,6 +38,10 @@ pub struct SessionArgs {
     /// KV-cache capacity in tokens (the prompt and the answer must fit)
     #[arg(long, default_value_t = 4096)]
     pub ctx: usize,
+    /// Fusion settings to search with instead of the index's (a JSON `FusionConfig`; missing
+    /// fields take their defaults)
+    #[arg(long)]
+    pub fusion: Option<PathBuf>,
 }
 
 /// Answer protocols.
@@ -96,8 +100,15 @@ impl<B: Backend> Session<B> {
         if cfg.max_tokens == 0 {
             bail!("--max-tokens must be at least 1");
         }
-        let inner = EngineSession::open_dir(b, &a.bundle, cfg.clone(), a.ctx)
+        let mut inner = EngineSession::open_dir(b, &a.bundle, cfg.clone(), a.ctx)
             .with_context(|| format!("opening the bundle {}", a.bundle.display()))?;
+        if let Some(path) = &a.fusion {
+            let graph = inner.index.story.config().graph.clone();
+            inner
+                .index
+                .story
+                .set_search_config(read_fusion(path)?, graph);
+        }
         Ok(Session { inner, cfg })
     }
 

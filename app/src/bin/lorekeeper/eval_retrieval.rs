@@ -9,11 +9,11 @@ use lorekeeper_engine::embed::Embedder;
 use lorekeeper_engine::format::bundle::IndexBundle;
 use lorekeeper_engine::retrieval::eval::is_relevant;
 use lorekeeper_engine::retrieval::{
-    evaluate, parse_questions, FusionConfig, Metrics, Question, Sources,
+    evaluate, parse_questions, FusionConfig, FusionMethod, Metrics, Question, Sources,
 };
 use lorekeeper_engine::Backend;
 
-use crate::common::{on_backend, open_index, BackendArg};
+use crate::common::{on_backend, open_index, read_fusion, BackendArg};
 
 /// Options of `lorekeeper eval-retrieval`.
 #[derive(clap::Args)]
@@ -45,7 +45,8 @@ pub struct Args {
     rankings: Option<PathBuf>,
 }
 
-/// The weightings `--fit` evaluates: every combination of these.
+/// The weightings `--fit` evaluates: every combination of these (for convex fusion, which
+/// reads no `k`, the first `k` only).
 struct FitGrid {
     dense: [f32; 6],
     sparse: [f32; 6],
@@ -53,6 +54,7 @@ struct FitGrid {
     rrf_k: [f32; 4],
     /// Neighbor expansion off or on (chunks either side of a top hit).
     neighbors: [usize; 2],
+    methods: [FusionMethod; 2],
 }
 
 const FIT_GRID: FitGrid = FitGrid {
@@ -61,28 +63,36 @@ const FIT_GRID: FitGrid = FitGrid {
     graph: [0.0, 0.1, 0.2, 0.35],
     rrf_k: [5.0, 15.0, 30.0, 60.0],
     neighbors: [0, 2],
+    methods: [FusionMethod::Convex, FusionMethod::Rrf],
 };
 
 impl FitGrid {
     /// Every weighting of the grid that weighs some source, over `base`'s other settings.
     fn configs(&self, base: &FusionConfig) -> Vec<FusionConfig> {
         let mut out = Vec::new();
-        for &dense in &self.dense {
-            for &sparse in &self.sparse {
-                for &graph in &self.graph {
-                    if dense + sparse + graph == 0.0 {
-                        continue;
-                    }
-                    for &rrf_k in &self.rrf_k {
-                        for &neighbors in &self.neighbors {
-                            out.push(FusionConfig {
-                                dense,
-                                sparse,
-                                graph,
-                                rrf_k,
-                                neighbors,
-                                ..base.clone()
-                            });
+        for &method in &self.methods {
+            let ks = match method {
+                FusionMethod::Rrf => &self.rrf_k[..],
+                FusionMethod::Convex => &self.rrf_k[..1],
+            };
+            for &dense in &self.dense {
+                for &sparse in &self.sparse {
+                    for &graph in &self.graph {
+                        if dense + sparse + graph == 0.0 {
+                            continue;
+                        }
+                        for &rrf_k in ks {
+                            for &neighbors in &self.neighbors {
+                                out.push(FusionConfig {
+                                    dense,
+                                    sparse,
+                                    graph,
+                                    rrf_k,
+                                    neighbors,
+                                    method,
+                                    ..base.clone()
+                                });
+                            }
                         }
                     }
                 }
@@ -145,10 +155,7 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     let questions = a.questions.as_path();
     let mut ix = open_index(&a.bundle)?;
     if let Some(path) = &a.fusion {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let fusion: FusionConfig = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a fusion configuration", path.display()))?;
+        let fusion = read_fusion(path)?;
         let graph = ix.story.config().graph.clone();
         ix.story.set_search_config(fusion, graph);
     }
@@ -268,11 +275,14 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
                 "\nbest fusion weightings of {} (recall@10 + MRR):",
                 fitted.len()
             );
-            println!("| dense | bm25 | graph | rrf k | neighbors | recall@1 | recall@10 | MRR |");
-            println!("|---|---|---|---|---|---|---|---|");
+            println!(
+                "| method | dense | bm25 | graph | rrf k | neighbors | recall@1 | recall@10 | MRR |"
+            );
+            println!("|---|---|---|---|---|---|---|---|---|");
             for (f, m) in fitted.iter().take(5) {
                 println!(
-                    "| {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} |",
+                    "| {:?} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} |",
+                    f.method,
                     f.dense,
                     f.sparse,
                     f.graph,
