@@ -9,6 +9,8 @@ const relaxedSimd = WebAssembly.validate(new Uint8Array([
   0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 15, 1, 13, 0, 65, 1, 253,
   15, 65, 2, 253, 15, 253, 128, 2, 11,
 ]));
+// Read by the worker to say why it runs one thread (app/src/worker/threads.rs).
+self.lorekeeperRelaxedSimd = relaxedSimd;
 let threaded = false;
 if (self.crossOriginIsolated && relaxedSimd) {
   try {

@@ -2,8 +2,9 @@
 //! memory; `scripts/build-threads.sh`), when the page is cross-origin isolated, the engine
 //! worker starts one Web Worker per extra pool thread (`pool-worker.js`, same-origin as the CSP
 //! asks). Each instantiates this module on the engine's shared memory and enters the engine's
-//! pool loop; the CPU kernels then split rows across them as natively. The stable build, or a
-//! page that is not isolated, runs one thread and says why.
+//! pool loop; the CPU kernels then split rows across them as natively. The stable build (a
+//! page that is not isolated, a browser without relaxed SIMD, a site without the threaded
+//! build) runs one thread and says why.
 
 #[cfg(target_feature = "atomics")]
 use wasm_bindgen::JsCast;
@@ -17,13 +18,22 @@ const MAX_THREADS: usize = 8;
 pub fn single_thread_reason() -> Option<&'static str> {
     if lorekeeper_engine::cpu::pool::threads() > 1 {
         None
-    } else if !cfg!(target_feature = "atomics") {
-        Some("the site has no threaded build")
     } else if !isolated() {
         Some("the page is not cross-origin isolated (its host sends no COOP/COEP)")
+    } else if !cfg!(target_feature = "atomics") && !relaxed_simd() {
+        // public/worker-boot.js runs the threaded build only where relaxed SIMD validates.
+        Some("this browser has no relaxed SIMD, which the threaded build needs")
+    } else if !cfg!(target_feature = "atomics") {
+        Some("the site has no threaded build")
     } else {
         Some("one was asked for or the browser reports one processor")
     }
+}
+
+/// What public/worker-boot.js found: does this browser validate a relaxed-SIMD module?
+fn relaxed_simd() -> bool {
+    crate::web::get(&js_sys::global(), "lorekeeperRelaxedSimd").and_then(|v| v.as_bool())
+        == Some(true)
 }
 
 fn isolated() -> bool {

@@ -9,7 +9,7 @@ use lorekeeper_engine::answer::session::{AnswerStream, Session as EngineSession}
 use lorekeeper_engine::answer::{Answer, AskConfig};
 use lorekeeper_engine::Backend;
 
-use crate::common::{on_backend, read_fusion, BackendArg};
+use crate::common::{on_backend, override_fusion, BackendArg};
 
 /// Options shared by `ask` and `eval`.
 #[derive(clap::Args, Clone)]
@@ -103,11 +103,7 @@ impl<B: Backend> Session<B> {
         let mut inner = EngineSession::open_dir(b, &a.bundle, cfg.clone(), a.ctx)
             .with_context(|| format!("opening the bundle {}", a.bundle.display()))?;
         if let Some(path) = &a.fusion {
-            let graph = inner.index.story.config().graph.clone();
-            inner
-                .index
-                .story
-                .set_search_config(read_fusion(path)?, graph);
+            override_fusion(&mut inner.index.story, path)?;
         }
         Ok(Session { inner, cfg })
     }

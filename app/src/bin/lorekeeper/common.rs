@@ -9,7 +9,7 @@ use lorekeeper_engine::cpu::pool as cpu_pool;
 use lorekeeper_engine::format::bundle::IndexBundle;
 use lorekeeper_engine::loader;
 use lorekeeper_engine::models::{Decoder, WeightFormat};
-use lorekeeper_engine::retrieval::FusionConfig;
+use lorekeeper_engine::retrieval::{FusionConfig, StoryIndex};
 use lorekeeper_engine::tokenizer::Tokenizer;
 use lorekeeper_engine::Backend;
 
@@ -109,15 +109,19 @@ pub fn load<B: Backend>(b: &B, m: &ModelArgs, chunk: usize) -> Result<(Decoder<B
         .with_context(|| format!("loading {}", m.model.display()))
 }
 
-/// Opens a bundle folder's story index.
-/// A fusion configuration from a JSON file (`--fusion`; missing fields take their defaults).
-pub fn read_fusion(path: &Path) -> Result<FusionConfig> {
+/// Makes `story` search with the fusion configuration in the JSON file `path` (`--fusion`;
+/// missing fields take their defaults) instead of its own; its graph settings stay.
+pub fn override_fusion(story: &mut StoryIndex, path: &Path) -> Result<()> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{}: not a fusion configuration", path.display()))
+    let fusion: FusionConfig = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a fusion configuration", path.display()))?;
+    let graph = story.config().graph.clone();
+    story.set_search_config(fusion, graph);
+    Ok(())
 }
 
+/// Opens a bundle folder's story index.
 pub fn open_index(bundle: &Path) -> Result<IndexBundle> {
     IndexBundle::open_dir(bundle).with_context(|| format!("opening {}", bundle.display()))
 }

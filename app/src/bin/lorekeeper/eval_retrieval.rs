@@ -13,7 +13,7 @@ use lorekeeper_engine::retrieval::{
 };
 use lorekeeper_engine::Backend;
 
-use crate::common::{on_backend, open_index, read_fusion, BackendArg};
+use crate::common::{on_backend, open_index, override_fusion, BackendArg};
 
 /// Options of `lorekeeper eval-retrieval`.
 #[derive(clap::Args)]
@@ -155,9 +155,7 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     let questions = a.questions.as_path();
     let mut ix = open_index(&a.bundle)?;
     if let Some(path) = &a.fusion {
-        let fusion = read_fusion(path)?;
-        let graph = ix.story.config().graph.clone();
-        ix.story.set_search_config(fusion, graph);
+        override_fusion(&mut ix.story, path)?;
     }
     let bytes =
         std::fs::read(questions).with_context(|| format!("reading {}", questions.display()))?;
