@@ -156,16 +156,27 @@ fn random_walk_closing(
 }
 
 /// The final answer of a walk is built from the evidence's words and the function words only,
-/// within its length cap; an abstention says the abstention sentence.
-fn assert_grounded_answer(a: &GroundedAction, ev: &[Evidence], text: &TextCaps, what: &str) {
+/// within its length cap (`finished`: one of the reader's spans, which may run on to the end of
+/// its sentence, [`reader::FINISH`] / 2 times the cap); an abstention says the abstention
+/// sentence.
+fn assert_grounded_answer(
+    a: &GroundedAction,
+    ev: &[Evidence],
+    text: &TextCaps,
+    finished: bool,
+    what: &str,
+) {
     let (words, cjk) = answer_vocabulary(ev);
     match a.next_action {
         NextAction::AnswerDirectly => {
             let t = &a.final_answer;
-            assert!(
-                !t.is_empty() && t.chars().count() <= answer_chars(QUESTION, usize::MAX),
-                "{what}: {t:?}"
-            );
+            let cap = answer_chars(QUESTION, usize::MAX);
+            let cap = if finished {
+                cap * reader::FINISH / 2
+            } else {
+                cap
+            };
+            assert!(!t.is_empty() && t.chars().count() <= cap, "{what}: {t:?}");
             // Extractive and evidence first (the defaults): a span of the passage the first
             // fact cites first, and so is that fact's text.
             if text.evidence_first && text.answer_style == AnswerStyle::Extractive {
@@ -245,10 +256,15 @@ fn grammar_properties(name: &str, tok: &Tokenizer, n_vocab: usize) {
         *actions.entry(a.next_action.as_str()).or_insert(0) += 1;
         let c = check(&a, &ev, &caps, QUESTION);
         assert!(a.supported_facts.len() <= caps.facts, "{name} seed {seed}");
-        assert_grounded_answer(&a, &ev, style, &format!("{name} seed {seed}"));
-        if seed % 3 == 2 && a.next_action == NextAction::AnswerDirectly {
-            // With the reader: the answer is one chosen span, the first fact states its quote.
-            let pick = choices.iter().position(|s| s.text == a.final_answer);
+        let with_reader = seed % 3 == 2;
+        assert_grounded_answer(&a, &ev, style, with_reader, &format!("{name} seed {seed}"));
+        if with_reader && a.next_action == NextAction::AnswerDirectly {
+            // With the reader: the answer is one chosen span (with the rest of its sentence),
+            // the first fact states its quote.
+            let wants = reader::wants(QUESTION);
+            let pick = choices
+                .iter()
+                .position(|s| s.answer(wants) == a.final_answer);
             let i = pick.unwrap_or_else(|| panic!("{name} seed {seed}: not a choice: {text}"));
             let first = &a.supported_facts[0];
             assert_eq!(first.fact, first.evidence_refs[0].quote, "{text}");

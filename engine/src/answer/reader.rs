@@ -66,6 +66,11 @@ pub const NAME_FIT: f32 = 3.0;
 /// reader's floor is applied without it ([`Span::answer_score`]), so abstention does not change.
 pub const PRIOR: f32 = 1.2;
 
+/// A span that stops on an open mark is finished to the end of its sentence when span and rest
+/// together keep within this many times the span cap ([`Span::rest`]): an answer that stops at
+/// "The executioner's argument was," has not said the argument yet.
+pub const FINISH: usize = 3;
+
 /// The reader's settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -203,6 +208,11 @@ pub struct Span {
     /// not open with it: for a question that asks who, the speaker is the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speaker: Option<String>,
+    /// The words that finish its sentence when it stops on an open mark (`The executioner's
+    /// argument was,` → ` that you couldn't cut off a head …`), verbatim after it in its
+    /// passage; the answer gives them ([`Span::answer`]), the score does not read them.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rest: String,
     /// `DENSE · dense + LEXICAL · lexical + LEAD · lead + KIND · kind + PRIOR · prior`.
     pub score: f32,
 }
@@ -224,13 +234,13 @@ impl Span {
         DENSE * self.dense + LEXICAL * self.lexical + LEAD * self.lead + KIND * self.kind
     }
 
-    /// The span as the answer to a question that asks for `wants`: when a name is asked for
-    /// and the span lies in a speaker's line, the speaker's label, an ellipsis and the span
-    /// (`Antonio: … twenty consciences`); else the span.
+    /// The span as the answer to a question that asks for `wants`: the span with the rest of
+    /// its sentence ([`Span::rest`]), after the speaker's label and an ellipsis when a name is
+    /// asked for and the span lies in a speaker's line (`Antonio: … twenty consciences`).
     pub fn answer(&self, wants: Wants) -> String {
         match (&self.speaker, wants) {
-            (Some(who), Wants::Name) => format!("{who} … {}", self.text),
-            _ => self.text.clone(),
+            (Some(who), Wants::Name) => format!("{who} … {}{}", self.text, self.rest),
+            _ => format!("{}{}", self.text, self.rest),
         }
     }
 }
@@ -641,7 +651,7 @@ pub fn candidates(
         } else {
             0.0
         };
-        for w in windows(&e.text, max, min) {
+        for w in windows(&e.text, max, min, FINISH * max / 2) {
             let text = w.text;
             let own = stems(&text);
             if !adds_terms(&own, asked) || out.iter().any(|o| o.text == text) {
@@ -677,6 +687,7 @@ pub fn candidates(
                     0.0
                 },
                 speaker: w.speaker,
+                rest: w.rest,
                 text,
                 dense: 0.0,
                 prior,

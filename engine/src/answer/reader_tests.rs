@@ -254,6 +254,56 @@ fn a_line_inside_a_speech_answers_who_with_its_speaker() {
 }
 
 #[test]
+fn an_answer_that_stops_on_a_comma_finishes_its_sentence() {
+    let text = "The executioner's argument was, that you couldn't cut off a head unless there \
+                was a body. The King's argument was, that anything that had a head could be \
+                beheaded, and that you weren't to talk nonsense.";
+    let bm = Bm25Index::build([text], Default::default());
+    let asked = Asked::new("What did the executioner argue?", &bm, None);
+    let find = |spans: &[Span], t: &str| -> Span {
+        spans
+            .iter()
+            .find(|s| s.text == t)
+            .cloned()
+            .unwrap_or_else(|| panic!("{t:?} not in {spans:?}"))
+    };
+    // A span cap of 60 characters: span and rest together within FINISH / 2 times that.
+    let spans = candidates(&[ev("E1", text)], &asked, None, 60, 5);
+    let open = find(&spans, "The executioner's argument was,");
+    assert_eq!(
+        open.rest,
+        " that you couldn't cut off a head unless there was a body."
+    );
+    assert_eq!(
+        open.answer(Wants::Any),
+        "The executioner's argument was, that you couldn't cut off a head unless there was a \
+         body."
+    );
+    for s in &spans {
+        let answer = s.answer(Wants::Any);
+        assert!(text.contains(&answer), "{answer:?}");
+        assert!(answer.chars().count() <= FINISH * 60 / 2, "{answer:?}");
+    }
+    // The King's sentence runs past FINISH / 2 times the cap: his span stays as it is.
+    let king = find(&spans, "The King's argument was,");
+    assert_eq!(king.rest, "");
+    // The speaker's label, the span, then its rest, when a name is asked for.
+    let span = Span {
+        speaker: Some("Gonzalo:".into()),
+        rest: " no name of magistrate.".into(),
+        ..Span::of(0, "Would I admit;")
+    };
+    assert_eq!(
+        span.answer(Wants::Name),
+        "Gonzalo: … Would I admit; no name of magistrate."
+    );
+    assert_eq!(
+        span.answer(Wants::Any),
+        "Would I admit; no name of magistrate."
+    );
+}
+
+#[test]
 fn choices_skip_overlapping_windows_and_passages_not_shown() {
     let span = Span::of;
     let spans = [

@@ -298,10 +298,12 @@ impl<'c> Rounds<'c> {
         let cfg = self.cfg;
         // The reader's answer is written up to three times (quote, fact, final answer) and
         // cannot be cut short: the room kept free must hold it, or the output stops before
-        // its JSON closes (a 200-character Chinese span is about 300 SmolLM2 tokens).
+        // its JSON closes (a 200-character Chinese span is about 300 SmolLM2 tokens). The
+        // final answer is the longest of the three (the span with the rest of its sentence).
+        let wants = reader::wants(&self.out.question);
         let mut forced = 0;
         for s in reader::choices(&self.spans, usize::MAX, cfg.reader.choices) {
-            forced = forced.max(llm.tok.encode(&s.text)?.len());
+            forced = forced.max(llm.tok.encode(&s.answer(wants))?.len());
         }
         let room = Room {
             budget: cfg.context.min(llm.model.context()),
@@ -367,11 +369,24 @@ impl<'c> Rounds<'c> {
         };
         // The best span whose answer the validator accepts (a span whose quote only repeats
         // the question is refused, and would be again in the next round), among the
-        // `EXTRACT_TRIES` best different readings; else the best, refused as it is.
+        // `EXTRACT_TRIES` best different readings, each with the rest of its sentence and
+        // then without it (a sentence the story itself repeats words in reads as a loop to
+        // the checks: "One side will make you grow taller, and the other side will make you
+        // grow shorter"); else the best, refused as it is.
         let choices = reader::choices(&self.spans, shown, EXTRACT_TRIES);
-        let accepted = choices.iter().map(|s| answer_with(s)).find(|a| {
-            validate::check(a, &self.out.evidence[..shown], &self.cfg.caps, question).ok()
-        });
+        let accepted = choices
+            .iter()
+            .flat_map(|s| {
+                let bare = (!s.rest.is_empty()).then(|| reader::Span {
+                    rest: String::new(),
+                    ..(*s).clone()
+                });
+                [Some(answer_with(s)), bare.as_ref().map(answer_with)]
+            })
+            .flatten()
+            .find(|a| {
+                validate::check(a, &self.out.evidence[..shown], &self.cfg.caps, question).ok()
+            });
         let action = match accepted.or_else(|| choices.first().map(|s| answer_with(s))) {
             Some(a) => a,
             // No keywords: the next query is the question itself, not the question twice.
@@ -726,6 +741,55 @@ mod tests {
         assert_eq!(a.expect("an action").next_action, NextAction::RetrieveMore);
         assert!(run.read(r, 1, false).is_continue());
         assert_eq!(run.query, QUESTION);
+    }
+
+    #[test]
+    fn extraction_finishes_the_sentence_unless_the_checks_refuse_it() {
+        let cfg = AskConfig::default();
+        let question = "What does the Caterpillar say about the mushroom?";
+        let text = "It crawled away, remarking as it went, `One side will make you grow \
+                    taller, and the other side will make you grow shorter.' Alice looked at it.";
+        let span = |rest: &str| Span {
+            prior: 1.0,
+            score: 1.0,
+            rest: rest.into(),
+            ..Span::of(
+                0,
+                "remarking as it went, `One side will make you grow taller,",
+            )
+        };
+        let answer = |s: Span| {
+            let mut run = Rounds::new(&cfg, question.into(), true);
+            let mut r = run
+                .brief(&[hit(3, text, Some(0.6))], Some(0.4), 1)
+                .expect("a brief");
+            run.spans = vec![s];
+            run.extract(&mut r);
+            let (a, _) = recover::parse_action(&r.raw_output);
+            a.expect("an action").final_answer
+        };
+        // The rest finishes the sentence the span leaves open…
+        let rest = " and the other side will make you grow shorter.'";
+        assert!(text.contains(&format!("{}{rest}", span("").text)));
+        let finished = answer(span(rest));
+        // …but the story repeats four words in it, which the checks read as a loop: the span
+        // is given without its rest rather than passed over.
+        assert!(validate::repeated_span(&format!("{}{rest}", span("").text)).is_some());
+        assert_eq!(finished, span("").text);
+        // A rest the checks accept is given with the span.
+        let clean = " and the other shorter.'";
+        let text2 = text.replace(rest, clean);
+        let mut run = Rounds::new(&cfg, question.into(), true);
+        let mut r = run
+            .brief(&[hit(3, &text2, Some(0.6))], Some(0.4), 1)
+            .expect("a brief");
+        run.spans = vec![span(clean)];
+        run.extract(&mut r);
+        let (a, _) = recover::parse_action(&r.raw_output);
+        assert_eq!(
+            a.expect("an action").final_answer,
+            format!("{}{clean}", span("").text)
+        );
     }
 
     #[test]

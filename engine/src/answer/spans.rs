@@ -10,7 +10,7 @@
 /// (`Gonzalo:`, so the span says who speaks) but never runs on into the next speaker's line.
 /// Spans are trimmed verbatim substrings of `text`, at least `min` characters long, each once.
 pub fn spans_of(text: &str, max: usize, min: usize) -> Vec<String> {
-    windows(text, max, min)
+    windows(text, max, min, max)
         .into_iter()
         .map(|w| w.text)
         .collect()
@@ -26,11 +26,18 @@ pub(crate) struct Window {
     /// In a script, the label of the speaker whose line the span lies in (`Antonio:`), when
     /// the span does not open with it: who says the span's words.
     pub speaker: Option<String>,
+    /// The words that finish the span's sentence when the span stops on an open mark (a
+    /// comma, colon, semicolon or dash: `The executioner's argument was,`), verbatim from
+    /// where the span ends, so that the span and its rest are one substring of `text`; empty
+    /// when the span closes its sentence, or when the sentence does not end within the
+    /// window's `finish` characters or before the next speaker's label ([`windows`]).
+    pub rest: String,
 }
 
-/// The spans of [`spans_of`], each with the clause just before it in `text` and the speaker
-/// of its line ([`Window`]).
-pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<Window> {
+/// The spans of [`spans_of`], each with the clause just before it in `text`, the speaker of
+/// its line, and the rest of its sentence when it stops on an open mark, the span and its rest
+/// together at most `finish` characters ([`Window`]).
+pub(crate) fn windows(text: &str, max: usize, min: usize, finish: usize) -> Vec<Window> {
     let max = max.max(1);
     let units: Vec<(usize, usize)> = clauses(text)
         .into_iter()
@@ -69,6 +76,18 @@ pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<Window> {
         }
         let span = text[units[i].0..units[j].1].trim();
         if span.chars().count() >= min.min(max) && !out.iter().any(|o| o.text == span) {
+            // Where the trimmed span ends in `text`, and the rest of its sentence.
+            let start =
+                units[i].0 + (text[units[i].0..].len() - text[units[i].0..].trim_start().len());
+            let end = start + span.len();
+            let rest = if opens_onto_more(span) {
+                (j + 1..units.len())
+                    .take_while(|&k| !label[k] && len(start, units[k].1) <= finish)
+                    .find(|&k| ends_sentence(&text[units[k].0..units[k].1]))
+                    .map_or("", |k| text[end..units[k].1].trim_end())
+            } else {
+                ""
+            };
             let before = i
                 .checked_sub(1)
                 .map_or("", |p| text[units[p].0..units[p].1].trim());
@@ -79,6 +98,7 @@ pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<Window> {
                 speaker: speaker[i]
                     .filter(|&(k, _)| !label[i] && k < i)
                     .map(|(_, l)| l.to_string()),
+                rest: rest.to_string(),
             });
         }
         if j + 1 == units.len() {
@@ -86,6 +106,24 @@ pub(crate) fn windows(text: &str, max: usize, min: usize) -> Vec<Window> {
         }
     }
     out
+}
+
+/// Closing quotes and brackets, which may follow a clause's last mark.
+const CLOSING: &str = "'\"’”)]」』）`";
+
+/// Does `span` stop on an open mark (a comma, colon, semicolon or dash, before any closing
+/// quote: `housemaid,'`), so that its sentence goes on after it?
+fn opens_onto_more(span: &str) -> bool {
+    span.trim_end_matches(|c: char| CLOSING.contains(c))
+        .ends_with([',', ':', ';', '—', '-', '–', '，', '：', '；', '、'])
+}
+
+/// Does the clause `unit` end a sentence (a full stop, `!`, `?` or `;`, before any closing
+/// quote; their CJK forms)?
+fn ends_sentence(unit: &str) -> bool {
+    unit.trim_end()
+        .trim_end_matches(|c: char| CLOSING.contains(c))
+        .ends_with(['.', '!', '?', ';', '。', '！', '？', '；', '…'])
 }
 
 /// A clause that is only a script's speaker label, as the index writes it: one to four
@@ -127,7 +165,7 @@ fn starts_with_speaker_label(rest: &str) -> bool {
 /// Byte ranges of the clauses of `text` (see [`spans_of`]), empty ones dropped.
 fn clauses(text: &str) -> Vec<(usize, usize)> {
     let end = |c: char| ".!?;,:—。！？；，：、".contains(c);
-    let closing = |c: char| "'\"’”)]」』）`".contains(c);
+    let closing = |c: char| CLOSING.contains(c);
     let mut out = Vec::new();
     let mut start = 0;
     let mut it = text.char_indices().peekable();
@@ -215,6 +253,65 @@ mod tests {
     }
 
     #[test]
+    fn a_span_on_an_open_mark_carries_the_rest_of_its_sentence() {
+        let t = "She found it very hard to hear. The executioner's argument was, that you \
+                 couldn't cut off a head unless there was a body to cut it off from: that he had \
+                 never had to do such a thing before. `He took me for his housemaid,' she said \
+                 to herself as she ran. Then all was quiet.";
+        let w = windows(t, 40, 5, 170);
+        let of = |x: &str| {
+            w.iter()
+                .find(|v| v.text == x)
+                .unwrap_or_else(|| panic!("{x:?} not in {w:?}"))
+        };
+        // The argument is not said before the comma: the rest runs to the sentence's end,
+        // over the colon, and the span with its rest is one verbatim substring.
+        let arg = of("The executioner's argument was,");
+        assert_eq!(
+            arg.rest,
+            " that you couldn't cut off a head unless there was a body to cut it off from: \
+             that he had never had to do such a thing before."
+        );
+        // A comma inside a closing quote is open too.
+        assert_eq!(
+            of("`He took me for his housemaid,'").rest,
+            " she said to herself as she ran."
+        );
+        for v in &w {
+            assert!(t.contains(&format!("{}{}", v.text, v.rest)), "{v:?}");
+            // A span that closes its sentence has no rest.
+            if v.text.ends_with(['.', '?', '!']) {
+                assert_eq!(v.rest, "", "{v:?}");
+            }
+            assert!(
+                v.text.chars().count() + v.rest.chars().count() <= 170,
+                "{v:?}"
+            );
+        }
+        // When the sentence does not end within the finish, nothing is added.
+        let short = windows(t, 40, 5, 100);
+        let arg = short
+            .iter()
+            .find(|v| v.text == "The executioner's argument was,")
+            .expect("the span");
+        assert_eq!(arg.rest, "");
+        // The rest never runs into the next speaker's line.
+        let play = "Gonzalo: Had I plantation of this isle, my lord, Antonio: He'd sow't with \
+                    nettle-seed.";
+        for v in windows(play, 40, 5, 200) {
+            assert!(!v.rest.contains("Antonio:"), "{v:?}");
+        }
+        // CJK: a clause that stops on ， runs to the 。
+        let c = "宝玉笑道：这个妹妹我曾见过的。黛玉心中想道，好生奇怪，倒像在那里见过一般。";
+        let w = windows(c, 8, 2, 40);
+        let v = w
+            .iter()
+            .find(|v| v.text == "黛玉心中想道，")
+            .expect("the clause");
+        assert_eq!(v.rest, "好生奇怪，倒像在那里见过一般。");
+    }
+
+    #[test]
     fn script_spans_start_at_a_speaker_and_stop_before_the_next() {
         let t = "Prospero: Twelve year since, Thy father was the Duke of Milan. \
                  Miranda: Sir, are not you my father? P. King: Faith, I must leave thee.";
@@ -234,7 +331,7 @@ mod tests {
         }
         // Each span inside a line knows its speaker; a span that opens with the label does
         // not repeat it.
-        let w = windows(t, 30, 5);
+        let w = windows(t, 30, 5, 30);
         let who = |x: &str| {
             w.iter()
                 .find(|v| v.text == x)
@@ -246,7 +343,7 @@ mod tests {
         assert_eq!(who("Thy father was the Duke of"), Some("Prospero:".into()));
         assert_eq!(who("Milan."), Some("Prospero:".into()));
         assert_eq!(who("Prospero: Twelve year since,"), None);
-        assert!(windows("No one speaks here, she said.", 30, 5)
+        assert!(windows("No one speaks here, she said.", 30, 5, 30)
             .iter()
             .all(|v| v.speaker.is_none()));
         assert!(is_speaker_label(" First Citizen:") && is_speaker_label("P. King:"));
@@ -254,7 +351,7 @@ mod tests {
         assert!(is_speaker_label("Mrs. Quickly:") && !is_speaker_label("Milan. Miranda:"));
         // A line cut short ends in dashes; the next speaker's label follows them.
         let cut = "Sebastian: But, for your conscience,-- Antonio: Ay, sir; where lies that?";
-        let w = windows(cut, 25, 5);
+        let w = windows(cut, 25, 5, 25);
         assert!(
             w.iter().any(|v| v.text == "Ay, sir; where lies that?"
                 && v.speaker.as_deref() == Some("Antonio:")),
