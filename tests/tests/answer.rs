@@ -157,7 +157,7 @@ fn random_walk_closing(
 
 /// The final answer of a walk is built from the evidence's words and the function words only,
 /// within its length cap (`finished`: one of the reader's spans, which may run on to the end of
-/// its sentence, [`reader::FINISH`] / 2 times the cap); an abstention says the abstention
+/// its sentence, within [`reader::finish_chars`] of the cap); an abstention says the abstention
 /// sentence.
 fn assert_grounded_answer(
     a: &GroundedAction,
@@ -172,7 +172,7 @@ fn assert_grounded_answer(
             let t = &a.final_answer;
             let cap = answer_chars(QUESTION, usize::MAX);
             let cap = if finished {
-                cap * reader::FINISH / 2
+                reader::finish_chars(cap)
             } else {
                 cap
             };

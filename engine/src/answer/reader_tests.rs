@@ -267,7 +267,7 @@ fn an_answer_that_stops_on_a_comma_finishes_its_sentence() {
             .cloned()
             .unwrap_or_else(|| panic!("{t:?} not in {spans:?}"))
     };
-    // A span cap of 60 characters: span and rest together within FINISH / 2 times that.
+    // A span cap of 60 characters: span and rest together within `finish_chars` of it.
     let spans = candidates(&[ev("E1", text)], &asked, None, 60, 5);
     let open = find(&spans, "The executioner's argument was,");
     assert_eq!(
@@ -282,9 +282,9 @@ fn an_answer_that_stops_on_a_comma_finishes_its_sentence() {
     for s in &spans {
         let answer = s.answer(Wants::Any);
         assert!(text.contains(&answer), "{answer:?}");
-        assert!(answer.chars().count() <= FINISH * 60 / 2, "{answer:?}");
+        assert!(answer.chars().count() <= finish_chars(60), "{answer:?}");
     }
-    // The King's sentence runs past FINISH / 2 times the cap: his span stays as it is.
+    // The King's sentence runs past `finish_chars`: his span stays as it is.
     let king = find(&spans, "The King's argument was,");
     assert_eq!(king.rest, "");
     // The speaker's label, the span, then its rest, when a name is asked for.
