@@ -21,6 +21,9 @@
 //! (`FIRST CITIZEN` → `First Citizen`), and an abbreviated cue that is not a word of the text
 //! (`Ber.`, `Ham.`) becomes the capitalised word of the text it abbreviates — preferring one
 //! named before the first act (the cast list), then the most frequent (`Ber.` → `Bernardo`).
+//! A cue that is a role the cast list gives to one person keeps the role and adds the name
+//! (`Claudius, King of Denmark.` → `King.` speaks as `King Claudius`): a reader asking "which
+//! character …" wants the name, and the index then matches either.
 //!
 //! The speech runs from the cue to the next blank line or cue. Stage directions (`[Enter
 //! Ariel]`, `Exit.`) that stand as their own paragraphs stay text without a speaker; act and
@@ -149,9 +152,10 @@ impl Cast {
             return None;
         }
         let words = Words::count(lines, before_first_act, &counts);
+        let roles = Roles::read(&lines[..before_first_act.min(lines.len())]);
         let names = counts
             .keys()
-            .map(|&label| (label.to_string(), words.speaker(label)))
+            .map(|&label| (label.to_string(), roles.name(words.speaker(label))))
             .collect();
         Some(Cast { names })
     }
@@ -164,6 +168,76 @@ impl Cast {
         }
         let c = cue_at(lines, i)?;
         self.names.get(c.label).map(|n| (n.as_str(), c.rest))
+    }
+}
+
+/// The roles of a cast list: `Claudius, King of Denmark.` gives the role `King` to the name
+/// `Claudius`, so the cue `King.` speaks as `King Claudius` (a reader asking "which character
+/// …" wants the name; the play's own label stays in front).
+struct Roles {
+    /// Role (lowercase) → the names the cast list gives it.
+    names: HashMap<String, Vec<String>>,
+}
+
+impl Roles {
+    /// Reads the cast-list lines: `Name, Role …` where the name is one or two capitalised words
+    /// and the role's head is the capitalised words after the comma (an article before them
+    /// skipped: `Francisco, a Soldier` → `Soldier`), ending the line or followed by `of`, a
+    /// comma or a full stop (`Polonius, Lord Chamberlain.` → `Lord Chamberlain`; `Hamlet, Son to
+    /// the former` has none).
+    fn read(lines: &[&str]) -> Roles {
+        let mut names: HashMap<String, Vec<String>> = HashMap::new();
+        for line in lines {
+            let Some((name, role)) = line.trim().split_once(',') else {
+                continue;
+            };
+            let name = name.trim();
+            let capital = |w: &str| w.chars().next().is_some_and(char::is_uppercase);
+            let name_words: Vec<&str> = name.split_whitespace().collect();
+            if name_words.is_empty()
+                || name_words.len() > 2
+                || !name_words
+                    .iter()
+                    .all(|w| capital(w) && w.chars().all(char::is_alphabetic))
+            {
+                continue;
+            }
+            let mut head: Vec<&str> = Vec::new();
+            let mut closed = true;
+            for (k, w) in role.split_whitespace().enumerate() {
+                let bare = w.trim_end_matches([',', '.', ';']);
+                if k == 0 && ["a", "an", "the"].contains(&bare) {
+                    continue;
+                }
+                if capital(bare) && bare.chars().all(char::is_alphabetic) {
+                    head.push(bare);
+                    if bare.len() != w.len() {
+                        break;
+                    }
+                } else {
+                    closed = bare == "of" && !head.is_empty();
+                    break;
+                }
+            }
+            if head.is_empty() || !closed {
+                continue;
+            }
+            names
+                .entry(head.join(" ").to_lowercase())
+                .or_default()
+                .push(title_case(name));
+        }
+        Roles { names }
+    }
+
+    /// `speaker` with the one name the cast list gives that role after it (`King` → `King
+    /// Claudius`); unchanged when the role is no one's, several people's, or is itself a name.
+    fn name(&self, speaker: String) -> String {
+        let listed = self.names.values().flatten().any(|n| *n == speaker);
+        match self.names.get(&speaker.to_lowercase()).map(Vec::as_slice) {
+            Some([one]) if !listed && *one != speaker => format!("{speaker} {one}"),
+            _ => speaker,
+        }
     }
 }
 
@@ -372,6 +446,36 @@ mod tests {
         // A speech line is not a cue, even when shaped like one.
         let i = lines.iter().position(|l| l.starts_with("Who's")).unwrap();
         assert_eq!(cast.speaker(&lines, i), None);
+    }
+
+    #[test]
+    fn a_role_cue_speaks_with_the_cast_lists_name() {
+        let mut s = String::from(
+            "HAMLET, PRINCE OF DENMARK\n\nPersons.\n\nClaudius, King of Denmark.\n\
+             Hamlet, Son to the former, and Nephew to the present King.\n\
+             Polonius, Lord Chamberlain.\nFrancisco, a Soldier\n\
+             Adrian, Lord\nGonzalo, Lord\n\
+             Gertrude, Queen of Denmark, and Mother of Hamlet.\n\n",
+        );
+        s.push_str("ACT I.\n\n");
+        for k in 0..30 {
+            let who = ["King.", "Queen.", "Lord.", "Pol.", "Soldier.", "Ham."][k % 6];
+            s.push_str(&format!("{who}\nA line of verse.\n\n"));
+        }
+        let lines: Vec<&str> = s.lines().collect();
+        let first_act = lines.iter().position(|l| *l == "ACT I.").unwrap();
+        let cast = Cast::detect(&lines, first_act).expect("a play");
+        let said = |cue: &str| {
+            let i = lines.iter().position(|l| *l == cue).unwrap();
+            cast.speaker(&lines, i).map(|(n, _)| n.to_string())
+        };
+        assert_eq!(said("King.").as_deref(), Some("King Claudius"));
+        assert_eq!(said("Queen.").as_deref(), Some("Queen Gertrude"));
+        assert_eq!(said("Soldier.").as_deref(), Some("Soldier Francisco"));
+        // Two lords: the role names no one; a name keeps itself.
+        assert_eq!(said("Lord.").as_deref(), Some("Lord"));
+        assert_eq!(said("Pol.").as_deref(), Some("Polonius"));
+        assert_eq!(said("Ham.").as_deref(), Some("Hamlet"));
     }
 
     #[test]
