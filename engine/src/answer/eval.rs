@@ -61,10 +61,14 @@ pub const ABSTAIN_MARKERS: &[&str] = &[
     "没有提到",
 ];
 
-/// Is this outcome an abstention in effect?
+/// Is this outcome an abstention in effect: the abstain action, or an answer that says one of
+/// [`ABSTAIN_MARKERS`] in its own words? A marker that the evidence shown also holds is the
+/// story's word, quoted (*Hamlet*'s "… to the unknown", an answer, not a refusal).
 pub fn abstain_like(a: &Answer) -> bool {
     let t = a.answer.to_lowercase();
-    a.final_action == NextAction::Abstain || ABSTAIN_MARKERS.iter().any(|m| t.contains(m))
+    let quoted = |m: &str| a.evidence.iter().any(|e| e.text.to_lowercase().contains(m));
+    a.final_action == NextAction::Abstain
+        || ABSTAIN_MARKERS.iter().any(|m| t.contains(m) && !quoted(m))
 }
 
 /// Tokens for F1: lowercase ASCII words, and single CJK characters.
@@ -550,6 +554,47 @@ mod tests {
         sum.add(&q, Ok(&answered), 0.5);
         let json = serde_json::to_value(&sum).expect("json");
         assert!(json["items"][1].get("abstain_reason").is_none());
+    }
+
+    #[test]
+    fn a_marker_quoted_from_the_evidence_is_not_an_abstention() {
+        let shown = |text: &str| crate::answer::evidence::Evidence {
+            id: "E1".into(),
+            chunk: 0,
+            chapter: String::new(),
+            text: text.into(),
+            fusion_score: 1.0,
+        };
+        let a = |answer: &str, evidence: &str| Answer {
+            mode: crate::answer::Mode::Extractive,
+            question: "What does he fear?".into(),
+            rounds: Vec::new(),
+            final_action: NextAction::AnswerDirectly,
+            answer: answer.into(),
+            facts: Vec::new(),
+            abstain_reason: None,
+            snippets: Vec::new(),
+            grammar: true,
+            evidence: vec![shown(evidence)],
+            timings: Default::default(),
+        };
+        let quoting =
+            "The undiscover'd country, from whose bourn No traveller returns; Unknown to all.";
+        assert!(!abstain_like(&a("Unknown to all.", quoting)));
+        // The same words where the evidence lacks them are the answer refusing.
+        assert!(abstain_like(&a(
+            "That is unknown.",
+            "The undiscover'd country."
+        )));
+        assert!(abstain_like(&a(
+            "The story does not say.",
+            "He says nothing of it."
+        )));
+        let abstained = Answer {
+            final_action: NextAction::Abstain,
+            ..a("Unknown to all.", quoting)
+        };
+        assert!(abstain_like(&abstained));
     }
 
     #[test]
