@@ -181,51 +181,28 @@ struct Roles {
 
 impl Roles {
     /// Reads the cast-list lines: `Name, Role …` where the name is one or two capitalised words
-    /// and the role's head is the capitalised words after the comma (an article before them
-    /// skipped: `Francisco, a Soldier` → `Soldier`), ending the line or followed by `of`, a
-    /// comma or a full stop (`Polonius, Lord Chamberlain.` → `Lord Chamberlain`; `Hamlet, Son to
-    /// the former` has none).
+    /// and the role is [`role_head`]'s.
     fn read(lines: &[&str]) -> Roles {
         let mut names: HashMap<String, Vec<String>> = HashMap::new();
         for line in lines {
             let Some((name, role)) = line.trim().split_once(',') else {
                 continue;
             };
-            let name = name.trim();
-            let capital = |w: &str| w.chars().next().is_some_and(char::is_uppercase);
             let name_words: Vec<&str> = name.split_whitespace().collect();
-            if name_words.is_empty()
-                || name_words.len() > 2
-                || !name_words
-                    .iter()
-                    .all(|w| capital(w) && w.chars().all(char::is_alphabetic))
+            let capitalised = |w: &&str| {
+                w.chars().next().is_some_and(char::is_uppercase)
+                    && w.chars().all(char::is_alphabetic)
+            };
+            if name_words.is_empty() || name_words.len() > 2 || !name_words.iter().all(capitalised)
             {
                 continue;
             }
-            let mut head: Vec<&str> = Vec::new();
-            let mut closed = true;
-            for (k, w) in role.split_whitespace().enumerate() {
-                let bare = w.trim_end_matches([',', '.', ';']);
-                if k == 0 && ["a", "an", "the"].contains(&bare) {
-                    continue;
-                }
-                if capital(bare) && bare.chars().all(char::is_alphabetic) {
-                    head.push(bare);
-                    if bare.len() != w.len() {
-                        break;
-                    }
-                } else {
-                    closed = bare == "of" && !head.is_empty();
-                    break;
-                }
+            if let Some(head) = role_head(role) {
+                names
+                    .entry(head.to_lowercase())
+                    .or_default()
+                    .push(title_case(&name_words.join(" ")));
             }
-            if head.is_empty() || !closed {
-                continue;
-            }
-            names
-                .entry(head.join(" ").to_lowercase())
-                .or_default()
-                .push(title_case(name));
         }
         Roles { names }
     }
@@ -239,6 +216,39 @@ impl Roles {
             _ => speaker,
         }
     }
+}
+
+/// The role a cast-list entry names after its comma, an article before it skipped: capitalised
+/// words up to `of`, a comma, a full stop or the end (`King of Denmark.` → `King`, `Lord
+/// Chamberlain.` → `Lord Chamberlain`), or one lowercase word followed by the same (`a soldier`
+/// → `soldier`, `king of Denmark` → `king`); `None` for a description (`Son to the former`, `an
+/// honest old counsellor`, `his Brother`).
+fn role_head(role: &str) -> Option<String> {
+    let mut words = role.split_whitespace().peekable();
+    if words.peek().is_some_and(|w| ["a", "an", "the"].contains(w)) {
+        words.next();
+    }
+    let mut head: Vec<&str> = Vec::new();
+    while let Some(w) = words.next() {
+        let bare = w.trim_end_matches([',', '.', ';']);
+        let alphabetic = !bare.is_empty() && bare.chars().all(char::is_alphabetic);
+        let capital = bare.chars().next().is_some_and(char::is_uppercase);
+        if !alphabetic || (!capital && !head.is_empty()) {
+            return (bare == "of" && !head.is_empty()).then(|| head.join(" "));
+        }
+        head.push(bare);
+        if bare.len() != w.len() {
+            break;
+        }
+        if !capital {
+            // One lowercase word: the role only when `of` or nothing follows.
+            return match words.next() {
+                None | Some("of") => Some(head.join(" ")),
+                Some(_) => None,
+            };
+        }
+    }
+    (!head.is_empty()).then(|| head.join(" "))
 }
 
 /// Line `i` follows a blank line (or opens the text).
@@ -476,6 +486,35 @@ mod tests {
         assert_eq!(said("Lord.").as_deref(), Some("Lord"));
         assert_eq!(said("Pol.").as_deref(), Some("Polonius"));
         assert_eq!(said("Ham.").as_deref(), Some("Hamlet"));
+    }
+
+    #[test]
+    fn a_cast_lists_role_is_its_head_or_nothing() {
+        let head = |r: &str| role_head(r);
+        assert_eq!(head(" King of Denmark.").as_deref(), Some("King"));
+        assert_eq!(
+            head(" Lord Chamberlain.").as_deref(),
+            Some("Lord Chamberlain")
+        );
+        assert_eq!(head(" a Soldier").as_deref(), Some("Soldier"));
+        // Editions that set roles in lowercase.
+        assert_eq!(
+            head(" king of Denmark, Hamlet's uncle").as_deref(),
+            Some("king")
+        );
+        assert_eq!(head(" an officer.").as_deref(), Some("officer"));
+        // Descriptions, not roles.
+        for r in [
+            " Son to the former, and Nephew to the present King.",
+            " an honest old counsellor",
+            " a drunken Butler",
+            " his Brother",
+            " son to the late king",
+            "",
+            " 1st Lord",
+        ] {
+            assert_eq!(head(r), None, "{r:?}");
+        }
     }
 
     #[test]
