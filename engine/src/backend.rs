@@ -109,6 +109,33 @@ pub enum KvFormat {
     F16,
 }
 
+/// Where a backend's work went between [`Backend::start_profile`] and
+/// [`Backend::take_profile`]: what `lorekeeper bench --profile` prints per token.
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    /// Kernel dispatches recorded.
+    pub dispatches: u64,
+    /// Submissions to the device's queue.
+    pub submissions: u64,
+    /// Whether [`KernelTime::ns`] holds device time (adapters with timestamp queries).
+    pub timed: bool,
+    /// Per kernel, most device time first (by dispatches where untimed).
+    pub kernels: Vec<KernelTime>,
+}
+
+/// One kernel's share of a [`Profile`].
+#[derive(Clone, Debug, Default)]
+pub struct KernelTime {
+    /// The kernel's label (its `.wgsl` file).
+    pub label: &'static str,
+    /// Dispatches.
+    pub count: u64,
+    /// Device nanoseconds, from timestamps around each dispatch (0 where untimed).
+    pub ns: u64,
+    /// Weight bytes its dispatches read (matmuls; 0 for other kernels).
+    pub weight_bytes: u64,
+}
+
 /// Length in 4-byte elements, for shape checks.
 pub trait BufferLen {
     /// Number of 4-byte elements.
@@ -151,6 +178,15 @@ pub trait Backend {
     /// their run state for it).
     fn prefill_chunk(&self) -> usize {
         256
+    }
+    /// Starts counting dispatches and, where the device can, timing each kernel. Profiling
+    /// slows the work it measures (each dispatch timed alone); backends without a profile
+    /// ignore it.
+    fn start_profile(&self) {}
+    /// What was counted since [`Backend::start_profile`] (which stops); `None` where the
+    /// backend keeps no profile.
+    fn take_profile(&self) -> Option<Profile> {
+        None
     }
     /// Reads `len` elements at `offset`, after every op recorded so far.
     async fn read(&self, buf: &Self::Buffer, offset: usize, len: usize) -> Result<Vec<f32>>;

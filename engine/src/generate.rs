@@ -683,6 +683,31 @@ pub async fn bench_decode<B: Backend>(
     })
 }
 
+/// A profile of `gen` greedy decode steps after `ids` (see [`Backend::start_profile`]);
+/// `None` where the backend keeps none.
+pub async fn profile_decode<B: Backend>(
+    b: &B,
+    model: &mut Decoder<B>,
+    ids: &[u32],
+    gen: usize,
+) -> Result<Option<crate::backend::Profile>> {
+    let v = model.vocab_size();
+    if ids.is_empty() {
+        return Err(EngineError::Question(
+            "the benchmark prompt is empty".into(),
+        ));
+    }
+    model.reset(b)?;
+    model.forward(b, ids, false)?;
+    let mut t = greedy(b, model, v).await?;
+    b.start_profile();
+    for _ in 0..gen {
+        model.forward(b, &[t], false)?;
+        t = greedy(b, model, v).await?;
+    }
+    Ok(b.take_profile())
+}
+
 /// The greedy token of the model's last logits row.
 async fn greedy<B: Backend>(b: &B, model: &Decoder<B>, v: usize) -> Result<u32> {
     let s = b.select(model.logits().0, v, 1, None).await?;

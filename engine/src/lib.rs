@@ -22,7 +22,10 @@ pub mod rng;
 pub mod tokenizer;
 pub mod tolerance;
 
-pub use backend::{AttnShape, Backend, BufferLen, KvFormat, MatmulKernel, RopeShape, Selection};
+pub use backend::{
+    AttnShape, Backend, BufferLen, KernelTime, KvFormat, MatmulKernel, Profile, RopeShape,
+    Selection,
+};
 pub use cpu::CpuBackend;
 pub use error::{EngineError, Result};
 pub use gpu::{GpuContext, Requirements};

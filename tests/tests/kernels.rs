@@ -96,21 +96,58 @@ fn pipelines_are_cached() {
 }
 
 #[test]
+fn profile_counts_and_times_each_dispatch() {
+    // A context of its own: the shared one runs other tests' kernels concurrently.
+    let ctx = match GpuContext::new_blocking(Requirements::default()) {
+        Ok(c) => c,
+        Err(e) => panic!("no GPU adapter: {e}"),
+    };
+    assert!(
+        Backend::take_profile(&ctx).is_none(),
+        "a profile before any was started"
+    );
+    Backend::start_profile(&ctx);
+    for seed in [1, 2] {
+        pollster::block_on(suite::silu_mul(&ctx, seed)).unwrap_or_else(|m| panic!("{m}"));
+    }
+    let p = Backend::take_profile(&ctx).expect("the GPU keeps a profile");
+    println!("{p:?}");
+    let silu = p.kernels.iter().find(|k| k.label == "silu_mul");
+    assert_eq!(silu.map(|k| k.count), Some(2), "{p:?}");
+    assert_eq!(p.dispatches, 2, "{p:?}");
+    assert!(p.submissions >= 2, "each read submits: {p:?}");
+    if p.timed {
+        assert!(
+            silu.is_some_and(|k| k.ns > 0),
+            "timed, yet no device time: {p:?}"
+        );
+    }
+    assert!(
+        Backend::take_profile(&ctx).is_none(),
+        "taking a profile stops it"
+    );
+}
+
+#[test]
 fn gemv_every_threads_per_row() {
-    // The default tuning picks one TPR per adapter type; the cooperative-reduction path
-    // (TPR > 1, used on GPUs) must be exact too, so run every variant here.
+    // The default tuning picks one TPR and one kernel per adapter type; the cooperative
+    // reduction (TPR > 1, used on GPUs) and both kernels (a word per lane and step on GPUs, a
+    // 32-weight group on CPU rasterisers) must be exact too, so run every variant here.
     let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
         Ok(c) => c,
         Err(e) => panic!("no GPU adapter: {e}"),
     };
-    for tpr in [1, 2, 8, 32, 64] {
-        ctx.tuning.gemv_tpr = tpr;
-        for seed in SEEDS {
-            report(
-                &format!("{} TPR={tpr}", ctx.describe()),
-                seed,
-                pollster::block_on(suite::q4_gemv(&ctx, seed)),
-            );
+    for groups in [false, true] {
+        for tpr in [1, 2, 8, 32, 64] {
+            ctx.tuning.gemv_tpr = tpr;
+            ctx.tuning.gemv_groups = groups;
+            for seed in SEEDS {
+                report(
+                    &format!("{} TPR={tpr} groups={groups}", ctx.describe()),
+                    seed,
+                    pollster::block_on(suite::q4_gemv(&ctx, seed)),
+                );
+            }
         }
     }
 }

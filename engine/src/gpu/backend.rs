@@ -31,6 +31,14 @@ impl Backend for GpuContext {
         self.adapter_description()
     }
 
+    fn start_profile(&self) {
+        GpuContext::start_profile(self)
+    }
+
+    fn take_profile(&self) -> Option<crate::backend::Profile> {
+        GpuContext::take_profile(self)
+    }
+
     fn alloc(&self, label: &str, len: usize) -> Result<GpuBuffer> {
         let buf = self.create_storage(label, (len * 4) as u64, wgpu::BufferUsages::empty())?;
         Ok(GpuBuffer { buf, len })

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use lorekeeper_engine::generate::{bench_decode, bench_prompt};
+use lorekeeper_engine::generate::{bench_decode, bench_prompt, profile_decode};
 use lorekeeper_engine::Backend;
 
-use crate::common::{load, on_backend, ModelArgs};
+use crate::common::{load, on_backend, print_profile, ModelArgs};
 
 /// Options of `lorekeeper bench`.
 #[derive(clap::Args)]
@@ -24,6 +24,10 @@ pub struct Args {
     /// Print JSON
     #[arg(long)]
     json: bool,
+    /// Then profile the decode steps: dispatches, submissions and device time per kernel
+    /// (timestamps where the GPU adapter has them)
+    #[arg(long)]
+    profile: bool,
 }
 
 /// `lorekeeper bench`; `threads` is the CPU thread count in effect (the llama.cpp peer gets
@@ -47,6 +51,12 @@ fn bench_on<B: Backend>(b: &B, a: &Args, threads: usize) -> Result<()> {
     let runs = 3;
     let r = pollster::block_on(bench_decode(b, &mut model, &ids, gen, runs))?;
     let (p, d, f) = (r.prefill_tok_s, r.decode_tok_s, r.ttft_s);
+    if a.profile {
+        match pollster::block_on(profile_decode(b, &mut model, &ids, gen))? {
+            Some(prof) => print_profile(&prof, gen, 1e3 / d),
+            None => eprintln!("profile: {} keeps no profile", b.describe()),
+        }
+    }
     let peer = match a.llama_cpp.as_deref() {
         Some(py) => Some(llama_cpp_peer(py, &m.model, &ids, gen, threads)?),
         None => None,

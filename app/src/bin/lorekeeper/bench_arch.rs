@@ -17,7 +17,7 @@ use lorekeeper_engine::models::{Decoder, ModelConfig, WeightFormat};
 use lorekeeper_engine::rng::Pcg32;
 use lorekeeper_engine::{Backend, Q4Matrix};
 
-use crate::common::{on_backend, BackendArg};
+use crate::common::{on_backend, print_profile, BackendArg};
 
 /// Options of `lorekeeper bench-arch`.
 #[derive(clap::Args)]
@@ -37,6 +37,10 @@ pub struct Args {
     /// Print JSON rows
     #[arg(long)]
     json: bool,
+    /// Then profile the decode steps: dispatches, submissions and device time per kernel
+    /// (timestamps where the GPU adapter has them)
+    #[arg(long)]
+    profile: bool,
 }
 
 /// `lorekeeper bench-arch`.
@@ -47,7 +51,8 @@ pub fn run(args: Args) -> Result<()> {
         &contexts,
         args.gen_tokens,
         args.only.as_deref(),
-        args.json
+        args.json,
+        args.profile
     ))
 }
 
@@ -168,11 +173,14 @@ fn bench_arch_on<B: Backend>(
     gen: usize,
     only: Option<&str>,
     json: bool,
+    profile: bool,
 ) -> Result<()> {
     if contexts.is_empty() || gen == 0 {
         bail!("--contexts and --gen-tokens must be non-empty / positive");
     }
-    let max_ctx = contexts.iter().copied().max().unwrap_or(0) + gen + 2;
+    // The warm-up step, the timed steps and (with --profile) as many profiled ones.
+    let steps = if profile { 2 * gen } else { gen };
+    let max_ctx = contexts.iter().copied().max().unwrap_or(0) + steps + 2;
     let mut rows = Vec::new();
     for (label, text) in [
         ("Qwen3-4B shape", QWEN3_4B),
@@ -207,6 +215,20 @@ fn bench_arch_on<B: Backend>(
                 tok = pollster::block_on(b.select(m.logits().0, v, 1, None))?.top[0].0;
             }
             let s = t.elapsed().as_secs_f64();
+            if profile {
+                b.start_profile();
+                for _ in 0..gen {
+                    m.forward(b, &[tok], false)?;
+                    tok = pollster::block_on(b.select(m.logits().0, v, 1, None))?.top[0].0;
+                }
+                match b.take_profile() {
+                    Some(p) => {
+                        println!("{label} @ {c}, {}:", b.describe());
+                        print_profile(&p, gen, s * 1e3 / gen as f64);
+                    }
+                    None => eprintln!("profile: {} keeps no profile", b.describe()),
+                }
+            }
             let (rec, kv) = cfg.state_bytes(c);
             let mib = |x: u64| x as f64 / (1u64 << 20) as f64;
             let row = Row {

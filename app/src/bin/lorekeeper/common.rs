@@ -133,3 +133,41 @@ pub fn resident_mib() -> Option<f64> {
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
 }
+
+/// Prints a decode profile per token: dispatches, submissions and each kernel's device time
+/// (where the adapter has timestamps) with the weight bandwidth of the matmuls.
+pub fn print_profile(p: &lorekeeper_engine::Profile, tokens: usize, wall_ms_per_token: f64) {
+    let t = tokens.max(1) as f64;
+    let busy: u64 = p.kernels.iter().map(|k| k.ns).sum();
+    println!(
+        "profile over {tokens} decode tokens: {:.0} dispatches and {:.1} submissions per token{}",
+        p.dispatches as f64 / t,
+        p.submissions as f64 / t,
+        if p.timed {
+            format!(
+                "; device busy {:.3} ms per token (each dispatch timed alone) against {:.3} ms wall unprofiled",
+                busy as f64 / 1e6 / t,
+                wall_ms_per_token
+            )
+        } else {
+            "; no timestamp queries on this backend, counts only".into()
+        }
+    );
+    println!("| kernel | dispatches/token | device ms/token | share | weight GB/s |");
+    println!("|---|---|---|---|---|");
+    for k in &p.kernels {
+        let gbs = if k.weight_bytes > 0 && k.ns > 0 {
+            format!("{:.1}", k.weight_bytes as f64 / k.ns as f64)
+        } else {
+            "—".into()
+        };
+        println!(
+            "| {} | {:.1} | {:.3} | {:.1} % | {} |",
+            k.label,
+            k.count as f64 / t,
+            k.ns as f64 / 1e6 / t,
+            100.0 * k.ns as f64 / busy.max(1) as f64,
+            gbs
+        );
+    }
+}

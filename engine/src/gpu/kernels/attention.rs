@@ -5,8 +5,17 @@ use crate::backend::AttnShape;
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, Shader};
 
-/// The kernel.
+/// The kernel: one workgroup per (query head, query token) over the whole context.
 pub const KERNEL: Shader = crate::shader!("attention", common);
+/// Flash-decoding, pass 1: one workgroup per (KV head, key range, query token).
+pub const SPLIT: Shader = crate::shader!("attention_split");
+/// Flash-decoding, pass 2: the ranges' partial softmaxes merged per query head.
+pub const MERGE: Shader = crate::shader!("attention_merge");
+
+/// Query tokens up to which the split (flash-decoding) kernels run: decode and short batches.
+const SPLIT_MAX_TOKENS: usize = 8;
+/// Workgroups the split pass aims to fill the device with.
+const SPLIT_TARGET_GROUPS: usize = 1024;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -21,7 +30,48 @@ struct Params {
     _p: u32,
 }
 
-/// Records attention. Shapes are checked by the caller (`head_dim <= 4 * WG`).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct SplitParams {
+    tokens: u32,
+    heads: u32,
+    kv_heads: u32,
+    head_dim: u32,
+    pos0: u32,
+    scale: f32,
+    causal: u32,
+    split: u32,
+    n_splits: u32,
+    _p: [u32; 3],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct MergeParams {
+    rows: u32,
+    head_dim: u32,
+    n_splits: u32,
+    _p: u32,
+}
+
+/// Key ranges for the split pass: `(keys per range, ranges)`, ranges a multiple of `wg` keys,
+/// as many as fill about [`SPLIT_TARGET_GROUPS`] workgroups.
+fn split_plan(keys: usize, kv_heads: usize, tokens: usize, wg: usize) -> (usize, usize) {
+    let max_splits = (SPLIT_TARGET_GROUPS / (kv_heads * tokens).max(1)).max(1);
+    let n = keys.div_ceil(wg).clamp(1, max_splits);
+    let split = keys.div_ceil(n).div_ceil(wg) * wg;
+    (split, keys.div_ceil(split))
+}
+
+/// Whether the split kernels take this shape: few query tokens, at most 8 query heads per KV
+/// head, their query rows within the kernel's workgroup memory.
+fn split_fits(s: &AttnShape, wg: usize) -> bool {
+    let g = s.heads / s.kv_heads.max(1);
+    s.tokens <= SPLIT_MAX_TOKENS && g <= 8 && g * (s.head_dim + 1) <= 1032 && g * wg <= 512
+}
+
+/// Records attention. Shapes are checked by the caller; decode goes through the split
+/// (flash-decoding) kernels, prefill through the one-pass kernel (`head_dim <= 4 * WG`).
 pub(crate) fn dispatch(
     ctx: &GpuContext,
     q: &wgpu::Buffer,
@@ -36,6 +86,9 @@ pub(crate) fn dispatch(
             "attention",
             format!("head_dim {} exceeds 4 x workgroup size {wg}", s.head_dim),
         ));
+    }
+    if split_fits(&s, wg as usize) {
+        return dispatch_split(ctx, q, k, v, out, s, wg);
     }
     let p = Params {
         tokens: s.tokens as u32,
@@ -54,4 +107,81 @@ pub(crate) fn dispatch(
         &[q, k, v, out],
         [s.heads as u32, s.tokens as u32, 1],
     )
+}
+
+fn dispatch_split(
+    ctx: &GpuContext,
+    q: &wgpu::Buffer,
+    k: &wgpu::Buffer,
+    v: &wgpu::Buffer,
+    out: &wgpu::Buffer,
+    s: AttnShape,
+    wg: u32,
+) -> Result<()> {
+    let keys = s.pos0 + s.tokens;
+    let (split, n_splits) = split_plan(keys, s.kv_heads, s.tokens, wg as usize);
+    let rows = s.tokens * s.heads;
+    let ml = ctx.take_scratch("attention partial (m, l)", (rows * n_splits * 8) as u64)?;
+    let acc = ctx.take_scratch(
+        "attention partial outputs",
+        (rows * n_splits * s.head_dim * 4) as u64,
+    )?;
+    let p = SplitParams {
+        tokens: s.tokens as u32,
+        heads: s.heads as u32,
+        kv_heads: s.kv_heads as u32,
+        head_dim: s.head_dim as u32,
+        pos0: s.pos0 as u32,
+        scale: s.scale,
+        causal: u32::from(s.causal),
+        split: split as u32,
+        n_splits: n_splits as u32,
+        _p: [0; 3],
+    };
+    ctx.dispatch(
+        &SPLIT,
+        &[("WG", wg), ("G", (s.heads / s.kv_heads) as u32)],
+        bytemuck::bytes_of(&p),
+        &[q, k, v, &ml, &acc],
+        [s.kv_heads as u32, n_splits as u32, s.tokens as u32],
+    )?;
+    let mp = MergeParams {
+        rows: rows as u32,
+        head_dim: s.head_dim as u32,
+        n_splits: n_splits as u32,
+        _p: 0,
+    };
+    ctx.dispatch(
+        &MERGE,
+        &[("WG", wg)],
+        bytemuck::bytes_of(&mp),
+        &[&ml, &acc, out],
+        super::groups_for(rows, 1),
+    )?;
+    ctx.give_scratch(ml);
+    ctx.give_scratch(acc);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_plan_covers_the_keys_in_whole_tiles() {
+        for keys in [1usize, 63, 64, 65, 700, 1025, 8193] {
+            for (kv, tokens) in [(1, 1), (3, 1), (8, 1), (8, 4), (300, 1)] {
+                let (split, n) = split_plan(keys, kv, tokens, 64);
+                assert_eq!(split % 64, 0, "{keys} keys");
+                assert!(
+                    split * n >= keys && split * (n - 1) < keys,
+                    "{keys}: {split} x {n}"
+                );
+                assert!(
+                    n == 1 || kv * tokens * n <= SPLIT_TARGET_GROUPS,
+                    "{keys}: {n}"
+                );
+            }
+        }
+    }
 }

@@ -8,8 +8,10 @@ use crate::error::Result;
 use crate::gpu::buffer::GpuQ4;
 use crate::gpu::context::{GpuContext, Shader};
 
-/// The decode kernel (LQ4, lq4h).
+/// The decode kernel (LQ4, lq4h): one 4-byte word per lane and step, for GPUs.
 pub const GEMV: Shader = crate::shader!("q4_gemv");
+/// The decode kernel for CPU rasterisers: one 32-weight group (16 bytes) per lane and step.
+pub const GEMV_GROUPS: Shader = crate::shader!("q4_gemv_groups");
 /// The decode kernel for `q8_0` weights.
 pub const Q8_GEMV: Shader = crate::shader!("q8_gemv");
 /// The prefill kernel.
@@ -62,14 +64,25 @@ pub(crate) fn dispatch(
     let params = Params::for_matrix(w, m, window);
     let p = bytemuck::bytes_of(&params);
     let buffers = [&w.buf, x, out];
+    let gemv = if w.kind == GpuQ4::Q8 {
+        &Q8_GEMV
+    } else if ctx.tuning.gemv_groups {
+        &GEMV_GROUPS
+    } else {
+        &GEMV
+    };
+    let label = match kernel {
+        MatmulKernel::Gemv => gemv.label,
+        MatmulKernel::Gemm => GEMM.label,
+    };
+    ctx.note_weight_bytes(label, w.buf.size());
     match kernel {
         MatmulKernel::Gemv => {
             let t = ctx.tuning;
             let mut g = groups_for(w.rows, t.gemv_wg / t.gemv_tpr);
             g[2] = m as u32;
             let consts = [("WG", t.gemv_wg), ("TPR", t.gemv_tpr)];
-            let shader = if w.kind == GpuQ4::Q8 { &Q8_GEMV } else { &GEMV };
-            ctx.dispatch(shader, &consts, p, &buffers, g)
+            ctx.dispatch(gemv, &consts, p, &buffers, g)
         }
         MatmulKernel::Gemm => {
             let g = [w.rows.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32, 1];

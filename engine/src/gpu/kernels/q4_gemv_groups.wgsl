@@ -1,0 +1,107 @@
+// 4-bit (LQ4 or lq4h; q8_0 has q8_gemv.wgsl) matrix-vector product for decode: out[m][n] = sum_k x[m][k] * W[n][k].
+// Layouts and dequantization: engine/src/quant.rs. Per group g of row n:
+//   sum_i x_i * (d*sc*q_i - dmin*mn) = d*sc * dot(x, q) - dmin*mn * sum(x)
+// so d and dmin factor out of the row sum and each group costs one dot and one sum. For lq4h
+// (p.kind = 1) a group's (sc, mn) is its f16 (s, m) pair and d = dmin = 1.
+// The variant for CPU rasterisers (lavapipe, SwiftShader; GPUs run q4_gemv.wgsl): TPR threads
+// cooperate on one row (TPR = 1 there: one row per lane), one 32-weight group per step, its
+// codes one vec4<u32> (a 16-byte load: a rasteriser's per-lane gathers cost per load, not per
+// byte, so this reads 4x the bytes per gather of the one-word-per-step kernel), WG/TPR rows
+// per workgroup.
+
+override WG: u32 = 64u;   // invocations per workgroup, power of two, <= 256
+override TPR: u32 = 8u;   // threads per output row, power of two, <= WG
+
+struct Params {
+    m: u32,          // activation rows
+    n: u32,          // output features (rows of W)
+    k: u32,          // input features (cols of W), multiple of 32
+    sm_off: u32,     // word offset of the sub-scale/min bytes in `w`
+    rows_off: u32,   // word offset of the per-row (d, dmin) f32 pairs in `w`
+    out_stride: u32, // elements between consecutive rows of `out`
+    out_off: u32,    // element offset of out[0][0]
+    kind: u32,       // 0: LQ4; 1: lq4h (one f16 (s, m) word per group at sm_off, no row section)
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;  // LQ4 words of W[n][k], 4 per group
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;  // [m][k/4]
+@group(0) @binding(3) var<storage, read_write> out: array<f32>; // [m][out_stride]
+
+var<workgroup> part: array<vec2<f32>, 256>;  // per-thread (scaled dot, scaled sum) partials
+
+fn nib(v: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(v, v >> 4u, v >> 8u, v >> 12u) & vec4<u32>(15u));
+}
+
+// Word `i` of `w` (the scale sections are not 16-byte aligned).
+fn word(i: u32) -> u32 {
+    return w[i / 4u][i % 4u];
+}
+
+// dot(x[8j .. 8j + 8], codes of word v): word j of a group holds elements 8j .. 8j + 7.
+fn dot8(v: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
+    return dot(nib(v), xa) + dot(nib(v >> 16u), xb);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let rows_per_wg = WG / TPR;
+    let wg_linear = wid.x + wid.y * nwg.x;
+    let row = wg_linear * rows_per_wg + lid / TPR;
+    let lane = lid % TPR;
+    let mi = wid.z;
+    let groups = p.k / 32u;
+
+    var acc_q = 0.0;  // sum_g sc_g * dot(x_g, q_g)
+    var acc_m = 0.0;  // sum_g mn_g * sum(x_g)
+    if (row < p.n) {
+        let gbase = row * groups;
+        let xbase = mi * (p.k / 4u);
+        for (var gi = lane; gi < groups; gi += TPR) {
+            let q = w[gbase + gi];
+            var sc: vec2<f32>;
+            if (p.kind != 0u) {
+                sc = unpack2x16float(word(p.sm_off + gbase + gi));
+            } else {
+                let b = 2u * (gbase + gi);
+                let smw = word(p.sm_off + b / 4u) >> (8u * (b % 4u));
+                sc = vec2<f32>(f32(smw & 0xFFu), f32((smw >> 8u) & 0xFFu));
+            }
+            let xb = xbase + 8u * gi;
+            let x0 = x[xb];
+            let x1 = x[xb + 1u];
+            let x2 = x[xb + 2u];
+            let x3 = x[xb + 3u];
+            let x4 = x[xb + 4u];
+            let x5 = x[xb + 5u];
+            let x6 = x[xb + 6u];
+            let x7 = x[xb + 7u];
+            let d = dot8(q.x, x0, x1) + dot8(q.y, x2, x3) + dot8(q.z, x4, x5) + dot8(q.w, x6, x7);
+            let s = (x0 + x1) + (x2 + x3) + (x4 + x5) + (x6 + x7);
+            acc_q += sc.x * d;
+            acc_m += sc.y * (s.x + s.y + s.z + s.w);
+        }
+    }
+    part[lid] = vec2<f32>(acc_q, acc_m);
+    for (var s = TPR / 2u; s > 0u; s = s / 2u) {
+        workgroupBarrier();
+        if (lane < s) {
+            part[lid] += part[lid + s];
+        }
+    }
+    if (lane == 0u && row < p.n) {
+        var d = 1.0;
+        var dmin = 1.0;
+        if (p.kind == 0u) {
+            d = bitcast<f32>(word(p.rows_off + 2u * row));
+            dmin = bitcast<f32>(word(p.rows_off + 2u * row + 1u));
+        }
+        let r = part[lid];
+        out[p.out_off + mi * p.out_stride + row] = d * r.x - dmin * r.y;
+    }
+}
