@@ -32,8 +32,8 @@ pub struct Shader {
 }
 
 /// `shader!("name")`: the [`Shader`] for `name.wgsl` beside the calling file, entry `main`;
-/// `shader!("name", common)`: the same with `common.wgsl` (workgroup size, grid ids,
-/// reductions) prepended.
+/// `shader!("name", prelude)`: the same with `prelude.wgsl` prepended (`common`: workgroup size,
+/// grid ids, reductions; `gemv_common`: the block GEMVs' parameters and row reduction).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! shader {
@@ -44,11 +44,11 @@ macro_rules! shader {
             entry: "main",
         }
     };
-    ($name:literal, common) => {
+    ($name:literal, $prelude:ident) => {
         $crate::gpu::context::Shader {
             label: $name,
             source: concat!(
-                include_str!("common.wgsl"),
+                include_str!(concat!(stringify!($prelude), ".wgsl")),
                 "\n",
                 include_str!(concat!($name, ".wgsl"))
             ),

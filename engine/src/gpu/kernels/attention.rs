@@ -17,6 +17,8 @@ const SPLIT_MAX_TOKENS: usize = 8;
 /// Workgroups the split pass aims to fill the device with.
 const SPLIT_TARGET_GROUPS: usize = 1024;
 
+/// Uniform parameters of `attention.wgsl` and `attention_split.wgsl` (the one-pass kernel
+/// ignores the key ranges).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
@@ -27,22 +29,26 @@ struct Params {
     pos0: u32,
     scale: f32,
     causal: u32,
-    _p: u32,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct SplitParams {
-    tokens: u32,
-    heads: u32,
-    kv_heads: u32,
-    head_dim: u32,
-    pos0: u32,
-    scale: f32,
-    causal: u32,
     split: u32,
     n_splits: u32,
     _p: [u32; 3],
+}
+
+impl Params {
+    fn new(s: &AttnShape, split: usize, n_splits: usize) -> Params {
+        Params {
+            tokens: s.tokens as u32,
+            heads: s.heads as u32,
+            kv_heads: s.kv_heads as u32,
+            head_dim: s.head_dim as u32,
+            pos0: s.pos0 as u32,
+            scale: s.scale,
+            causal: u32::from(s.causal),
+            split: split as u32,
+            n_splits: n_splits as u32,
+            _p: [0; 3],
+        }
+    }
 }
 
 #[repr(C)]
@@ -90,16 +96,7 @@ pub(crate) fn dispatch(
     if split_fits(&s, wg as usize) {
         return dispatch_split(ctx, q, k, v, out, s, wg);
     }
-    let p = Params {
-        tokens: s.tokens as u32,
-        heads: s.heads as u32,
-        kv_heads: s.kv_heads as u32,
-        head_dim: s.head_dim as u32,
-        pos0: s.pos0 as u32,
-        scale: s.scale,
-        causal: u32::from(s.causal),
-        _p: 0,
-    };
+    let p = Params::new(&s, 0, 0);
     ctx.dispatch(
         &KERNEL,
         &[("WG", wg)],
@@ -126,18 +123,7 @@ fn dispatch_split(
         "attention partial outputs",
         (rows * n_splits * s.head_dim * 4) as u64,
     )?;
-    let p = SplitParams {
-        tokens: s.tokens as u32,
-        heads: s.heads as u32,
-        kv_heads: s.kv_heads as u32,
-        head_dim: s.head_dim as u32,
-        pos0: s.pos0 as u32,
-        scale: s.scale,
-        causal: u32::from(s.causal),
-        split: split as u32,
-        n_splits: n_splits as u32,
-        _p: [0; 3],
-    };
+    let p = Params::new(&s, split, n_splits);
     ctx.dispatch(
         &SPLIT,
         &[("WG", wg), ("G", (s.heads / s.kv_heads) as u32)],

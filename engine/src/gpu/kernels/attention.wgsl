@@ -13,7 +13,11 @@ struct Params {
     pos0: u32,     // position of query 0; query t sees keys 0..=pos0+t
     scale: f32,    // score scale, usually head_dim^-0.5
     causal: u32,   // 1: query t sees keys 0..=pos0+t; 0: every query sees 0..pos0+tokens
+    split: u32,    // unused here (attention_split.wgsl's key range)
+    n_splits: u32, // unused here
+    _p0: u32,
     _p1: u32,
+    _p2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

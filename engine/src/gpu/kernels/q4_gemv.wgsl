@@ -3,34 +3,12 @@
 //   sum_i x_i * (d*sc*q_i - dmin*mn) = d*sc * dot(x, q) - dmin*mn * sum(x)
 // so d and dmin factor out of the row sum and each group costs one dot and one sum. For lq4h
 // (p.kind = 1) a group's (sc, mn) is its f16 (s, m) pair and d = dmin = 1.
+// Prelude: gemv_common.wgsl (tuning constants, parameters, shared bindings, the row reduction).
 // TPR threads cooperate on one row (strided over words), WG/TPR rows per workgroup.
 // CPU rasterisers (lavapipe, SwiftShader) run best at TPR = 1 (one row per lane; see
 // `cargo bench --bench gemv`), GPUs want TPR = 32 for coalesced loads.
 
-override WG: u32 = 64u;   // invocations per workgroup, power of two, <= 256
-override TPR: u32 = 8u;   // threads per output row, power of two, <= WG
-
-struct Params {
-    m: u32,          // activation rows
-    n: u32,          // output features (rows of W)
-    k: u32,          // input features (cols of W), multiple of 32
-    sm_off: u32,     // word offset of the sub-scale/min bytes in `w`
-    rows_off: u32,   // word offset of the per-row (d, dmin) f32 pairs in `w`
-    out_stride: u32, // elements between consecutive rows of `out`
-    out_off: u32,    // element offset of out[0][0]
-    kind: u32,       // 0: LQ4; 1: lq4h, 2: q8_0 (one f16 (s, m) word per group at sm_off, no row section)
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;        // LQ4 words of W[n][k]
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;  // [m][k/4]
-@group(0) @binding(3) var<storage, read_write> out: array<f32>; // [m][out_stride]
-
-var<workgroup> part: array<vec2<f32>, 256>;  // per-thread (scaled dot, scaled sum) partials
-
-fn nib(v: u32) -> vec4<f32> {
-    return vec4<f32>(vec4<u32>(v, v >> 4u, v >> 8u, v >> 12u) & vec4<u32>(15u));
-}
 
 @compute @workgroup_size(WG)
 fn main(
@@ -69,13 +47,7 @@ fn main(
             acc_m += sc.y * (s.x + s.y + s.z + s.w);
         }
     }
-    part[lid] = vec2<f32>(acc_q, acc_m);
-    for (var s = TPR / 2u; s > 0u; s = s / 2u) {
-        workgroupBarrier();
-        if (lane < s) {
-            part[lid] += part[lid + s];
-        }
-    }
+    let r = row_sum(lid, lane, vec2<f32>(acc_q, acc_m));
     if (lane == 0u && row < p.n) {
         var d = 1.0;
         var dmin = 1.0;
@@ -83,7 +55,6 @@ fn main(
             d = bitcast<f32>(w[p.rows_off + 2u * row]);
             dmin = bitcast<f32>(w[p.rows_off + 2u * row + 1u]);
         }
-        let r = part[lid];
         out[p.out_off + mi * p.out_stride + row] = d * r.x - dmin * r.y;
     }
 }

@@ -9,11 +9,11 @@ use crate::gpu::buffer::GpuQ4;
 use crate::gpu::context::{GpuContext, Shader};
 
 /// The decode kernel (LQ4, lq4h): one 4-byte word per lane and step, for GPUs.
-pub const GEMV: Shader = crate::shader!("q4_gemv");
+pub const GEMV: Shader = crate::shader!("q4_gemv", gemv_common);
 /// The decode kernel for CPU rasterisers: one 32-weight group (16 bytes) per lane and step.
-pub const GEMV_GROUPS: Shader = crate::shader!("q4_gemv_groups");
+pub const GEMV_GROUPS: Shader = crate::shader!("q4_gemv_groups", gemv_common);
 /// The decode kernel for `q8_0` weights.
-pub const Q8_GEMV: Shader = crate::shader!("q8_gemv");
+pub const Q8_GEMV: Shader = crate::shader!("q8_gemv", gemv_common);
 /// The prefill kernel.
 pub const GEMM: Shader = crate::shader!("q4_gemm");
 

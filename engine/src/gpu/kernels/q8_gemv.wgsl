@@ -3,28 +3,9 @@
 // weight k in bits 8*(k%4); then one word per group g of 32: f16 s (low half), f16 m (high),
 // w = s*q - m (m = 0 for GGUF's Q8_0). Per group: s * dot(x, q) - m * sum(x).
 // TPR threads cooperate on one row (strided over words), WG/TPR rows per workgroup, as in
-// q4_gemv.wgsl (whose parameters and bindings this kernel shares).
+// q4_gemv.wgsl. Prelude: gemv_common.wgsl (parameters, shared bindings, the row reduction).
 
-override WG: u32 = 64u;   // invocations per workgroup, power of two, <= 256
-override TPR: u32 = 8u;   // threads per output row, power of two, <= WG
-
-struct Params {
-    m: u32,          // activation rows
-    n: u32,          // output features (rows of W)
-    k: u32,          // input features (cols of W), multiple of 32
-    sm_off: u32,     // word offset of the per-group (s, m) words in `w`
-    rows_off: u32,   // unused (q8_0 has no row section)
-    out_stride: u32, // elements between consecutive rows of `out`
-    out_off: u32,    // element offset of out[0][0]
-    kind: u32,       // 2 (q8_0)
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;        // q8_0 words of W[n][k]
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;  // [m][k/4]
-@group(0) @binding(3) var<storage, read_write> out: array<f32>; // [m][out_stride]
-
-var<workgroup> part: array<vec2<f32>, 256>;  // per-thread (scaled dot, scaled sum) partials
 
 // The four signed bytes of `v`, sign-extended by an arithmetic shift.
 fn codes(v: u32) -> vec4<f32> {
@@ -57,15 +38,8 @@ fn main(
             acc_m += sc.y * (xv.x + xv.y + xv.z + xv.w);
         }
     }
-    part[lid] = vec2<f32>(acc_q, acc_m);
-    for (var s = TPR / 2u; s > 0u; s = s / 2u) {
-        workgroupBarrier();
-        if (lane < s) {
-            part[lid] += part[lid + s];
-        }
-    }
+    let r = row_sum(lid, lane, vec2<f32>(acc_q, acc_m));
     if (lane == 0u && row < p.n) {
-        let r = part[lid];
         out[p.out_off + mi * p.out_stride + row] = r.x - r.y;
     }
 }

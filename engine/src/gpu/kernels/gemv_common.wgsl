@@ -1,0 +1,43 @@
+// Prepended to the block GEMV kernels (q4_gemv, q4_gemv_groups, q8_gemv: `shader!(NAME,
+// gemv_common)`): their tuning constants, parameters, the bindings they share (binding 1, the
+// weights, each kernel declares in the type it reads them as) and the reduction over a row's
+// lanes. TPR threads cooperate on one output row, WG/TPR rows per workgroup.
+
+override WG: u32 = 64u;   // invocations per workgroup, power of two, <= 256
+override TPR: u32 = 8u;   // threads per output row, power of two, <= WG
+
+struct Params {
+    m: u32,          // activation rows
+    n: u32,          // output features (rows of W)
+    k: u32,          // input features (cols of W), multiple of 32
+    sm_off: u32,     // word offset of the scale section in `w` (LQ4: sub-scale/min bytes;
+                     // lq4h, q8_0: one f16 (s, m) word per group)
+    rows_off: u32,   // word offset of the per-row (d, dmin) f32 pairs in `w` (LQ4 only)
+    out_stride: u32, // elements between consecutive rows of `out`
+    out_off: u32,    // element offset of out[0][0]
+    kind: u32,       // 0: LQ4; 1: lq4h; 2: q8_0
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;  // [m][k/4]
+@group(0) @binding(3) var<storage, read_write> out: array<f32>; // [m][out_stride]
+
+var<workgroup> part: array<vec2<f32>, 256>;  // per-thread (scaled dot, scaled sum) partials
+
+// The (scaled dot, scaled sum) of a row summed over its TPR lanes, valid in lane 0. Every
+// invocation of the workgroup must call it (it holds barriers).
+fn row_sum(lid: u32, lane: u32, acc: vec2<f32>) -> vec2<f32> {
+    part[lid] = acc;
+    for (var s = TPR / 2u; s > 0u; s = s / 2u) {
+        workgroupBarrier();
+        if (lane < s) {
+            part[lid] += part[lid + s];
+        }
+    }
+    return part[lid];
+}
+
+// The 4-bit codes of the low 16 bits of `v` as four values.
+fn nib(v: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(v, v >> 4u, v >> 8u, v >> 12u) & vec4<u32>(15u));
+}
