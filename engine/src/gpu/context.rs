@@ -16,8 +16,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::backend::{KernelTime, Profile};
 use crate::error::{EngineError, Result};
+
+mod bindings;
+mod profile;
+
+use bindings::{BindKey, Layout};
+use profile::Prof;
 
 /// A WGSL module and its entry point. Pipelines are cached per (label, entry, override
 /// constants), so the runtime needs nothing from the kernels but this description.
@@ -130,28 +135,6 @@ const RING_BYTES: u64 = 256 << 10;
 /// Dispatches recorded before they are submitted, so the device starts on a step while the
 /// CPU records the rest of it.
 pub const SUBMIT_EVERY: u32 = 96;
-/// Bind groups kept for reuse; the cache is emptied past this. Each keeps its buffers alive, so
-/// the bound matters where callers make fresh buffers per call (an embedder's batches): it holds
-/// a few calls' worth. A decode step of a 36-layer model uses about 650.
-const BIND_CACHE: usize = 1024;
-/// Timestamp queries per submission while profiling (two per dispatch).
-const QUERIES: u32 = 1024;
-
-/// A kernel's bind group layout (binding 0: the uniform parameters at a dynamic offset;
-/// 1..: storage buffers, read-only where the WGSL says `read`) and its pipeline layout.
-struct Layout {
-    bind: wgpu::BindGroupLayout,
-    pipeline: wgpu::PipelineLayout,
-}
-
-/// A bind group's identity: the kernel, its parameter block's size and its buffers.
-#[derive(PartialEq, Eq, Hash)]
-struct BindKey {
-    label: &'static str,
-    params: u64,
-    buffers: Vec<wgpu::Buffer>,
-}
-
 struct Pending {
     encoder: Option<wgpu::CommandEncoder>,
     /// The open compute pass of `encoder` (closed before copies and submission).
@@ -160,24 +143,6 @@ struct Pending {
     /// Dispatches recorded since the last submission.
     recorded: u32,
     prof: Option<Prof>,
-}
-
-/// A profile being counted.
-struct Prof {
-    dispatches: u64,
-    submissions: u64,
-    kernels: HashMap<&'static str, KernelTime>,
-    timer: Option<Timer>,
-}
-
-/// Timestamps around each dispatch of a submission, resolved and read at its end.
-struct Timer {
-    set: wgpu::QuerySet,
-    resolve: wgpu::Buffer,
-    read: wgpu::Buffer,
-    /// The kernel of each timed dispatch, in order (queries 2i, 2i + 1).
-    labels: Vec<&'static str>,
-    period_ns: f64,
 }
 
 /// The context: device, queue, caches. Cheap to share by reference.
@@ -200,6 +165,18 @@ pub struct GpuContext {
     dummy: wgpu::Buffer,
     errors: Arc<Mutex<Vec<String>>>,
     lost: Arc<Mutex<Option<String>>>,
+}
+
+/// The step's command encoder, begun on first use.
+fn encoder<'a>(
+    slot: &'a mut Option<wgpu::CommandEncoder>,
+    device: &wgpu::Device,
+) -> &'a mut wgpu::CommandEncoder {
+    slot.get_or_insert_with(|| {
+        device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("step"),
+        })
+    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -380,30 +357,6 @@ impl GpuContext {
         }))
     }
 
-    /// The kernel's layouts, from the bindings its WGSL declares.
-    fn layout(&self, shader: &Shader) -> Result<Arc<Layout>> {
-        if let Some(l) = lock(&self.layouts).get(shader.label) {
-            return Ok(l.clone());
-        }
-        let entries = binding_entries(shader)?;
-        let bind = self
-            .device
-            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                label: Some(shader.label),
-                entries: &entries,
-            });
-        let pipeline = self
-            .device
-            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some(shader.label),
-                bind_group_layouts: &[Some(&bind)],
-                immediate_size: 0,
-            });
-        let l = Arc::new(Layout { bind, pipeline });
-        lock(&self.layouts).insert(shader.label, l.clone());
-        Ok(l)
-    }
-
     fn pipeline(
         &self,
         shader: &Shader,
@@ -495,170 +448,40 @@ impl GpuContext {
         pending.uniforms.extend_from_slice(params);
         pending.uniforms.resize(offset + padded, 0);
         let bind = self.bind_group(shader.label, &layout, padded as u64, buffers);
-        let device = &self.device;
         let p = &mut *pending;
-        let enc = p.encoder.get_or_insert_with(|| {
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("step"),
-            })
-        });
-        let timer = p
-            .prof
-            .as_mut()
-            .and_then(|pr| pr.timer.as_mut())
-            .filter(|t| (t.labels.len() as u32) < QUERIES / 2);
-        if let Some(t) = timer {
-            // Timed: this dispatch alone in a pass with timestamps at its ends.
-            p.pass = None;
-            let i = 2 * t.labels.len() as u32;
-            t.labels.push(shader.label);
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(shader.label),
-                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                    query_set: &t.set,
-                    beginning_of_pass_write_index: Some(i),
-                    end_of_pass_write_index: Some(i + 1),
-                }),
-            });
+        let enc = encoder(&mut p.encoder, &self.device);
+        let record = |pass: &mut wgpu::ComputePass<'_>| {
             pass.set_pipeline(&pipeline);
             pass.set_bind_group(0, &bind, &[offset as u32]);
             pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
-        } else {
-            let pass = p.pass.get_or_insert_with(|| {
+        };
+        match p.prof.as_mut().and_then(|pr| pr.timed_slot(shader.label)) {
+            Some((set, i)) => {
+                // Timed: this dispatch alone in a pass with timestamps at its ends.
+                p.pass = None;
+                record(&mut enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(shader.label),
+                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                        query_set: set,
+                        beginning_of_pass_write_index: Some(i),
+                        end_of_pass_write_index: Some(i + 1),
+                    }),
+                }));
+            }
+            None => record(p.pass.get_or_insert_with(|| {
                 enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("step"),
                     timestamp_writes: None,
                 })
                 .forget_lifetime()
-            });
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &bind, &[offset as u32]);
-            pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
-        }
-        if let Some(pr) = p.prof.as_mut() {
-            pr.dispatches += 1;
-            pr.kernels.entry(shader.label).or_default().count += 1;
+            })),
         }
         p.recorded += 1;
-        let full = p
-            .prof
-            .as_ref()
-            .and_then(|pr| pr.timer.as_ref())
-            .is_some_and(|t| t.labels.len() as u32 >= QUERIES / 2);
+        let full = p.prof.as_mut().is_some_and(|pr| pr.count(shader.label));
         if p.recorded >= SUBMIT_EVERY || full {
             self.submit_locked(p);
         }
         Ok(())
-    }
-
-    /// The bind group of `buffers` for a kernel, built on first use: the uniform ring at a
-    /// dynamic offset, then the buffers in order.
-    fn bind_group(
-        &self,
-        label: &'static str,
-        layout: &Layout,
-        params: u64,
-        buffers: &[&wgpu::Buffer],
-    ) -> wgpu::BindGroup {
-        let key = BindKey {
-            label,
-            params,
-            buffers: buffers.iter().map(|&b| b.clone()).collect(),
-        };
-        let mut binds = lock(&self.binds);
-        if let Some(b) = binds.get(&key) {
-            return b.clone();
-        }
-        let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &self.ring,
-                offset: 0,
-                size: wgpu::BufferSize::new(params),
-            }),
-        }];
-        for (i, b) in buffers.iter().enumerate() {
-            entries.push(wgpu::BindGroupEntry {
-                binding: i as u32 + 1,
-                resource: b.as_entire_binding(),
-            });
-        }
-        let bind = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(label),
-            layout: &layout.bind,
-            entries: &entries,
-        });
-        if binds.len() >= BIND_CACHE {
-            binds.clear();
-        }
-        binds.insert(key, bind.clone());
-        bind
-    }
-
-    /// Notes the weight bytes a matmul dispatch reads, for the profile's bandwidth figures.
-    pub(crate) fn note_weight_bytes(&self, label: &'static str, bytes: u64) {
-        if let Some(pr) = lock(&self.pending).prof.as_mut() {
-            pr.kernels.entry(label).or_default().weight_bytes += bytes;
-        }
-    }
-
-    /// Starts a profile: dispatches and submissions counted, and each dispatch timed where the
-    /// device has timestamp queries (native only).
-    pub fn start_profile(&self) {
-        let mut pending = lock(&self.pending);
-        self.submit_locked(&mut pending);
-        let timer = (!cfg!(target_arch = "wasm32")
-            && self
-                .device
-                .features()
-                .contains(wgpu::Features::TIMESTAMP_QUERY))
-        .then(|| Timer {
-            set: self.device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("profile"),
-                ty: wgpu::QueryType::Timestamp,
-                count: QUERIES,
-            }),
-            resolve: self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("profile resolve"),
-                size: QUERIES as u64 * 8,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            }),
-            read: self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("profile read"),
-                size: QUERIES as u64 * 8,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }),
-            labels: Vec::new(),
-            period_ns: self.queue.get_timestamp_period() as f64,
-        });
-        pending.prof = Some(Prof {
-            dispatches: 0,
-            submissions: 0,
-            kernels: HashMap::new(),
-            timer,
-        });
-    }
-
-    /// The profile since [`GpuContext::start_profile`], which stops; `None` if none was started.
-    pub fn take_profile(&self) -> Option<Profile> {
-        let mut pending = lock(&self.pending);
-        self.submit_locked(&mut pending);
-        let pr = pending.prof.take()?;
-        let timed = pr.timer.is_some();
-        let mut kernels: Vec<KernelTime> = pr
-            .kernels
-            .into_iter()
-            .map(|(label, k)| KernelTime { label, ..k })
-            .collect();
-        kernels.sort_by_key(|k| std::cmp::Reverse((k.ns, k.count)));
-        Some(Profile {
-            dispatches: pr.dispatches,
-            submissions: pr.submissions,
-            timed,
-            kernels,
-        })
     }
 
     /// Records a buffer-to-buffer copy in order with the dispatches.
@@ -675,13 +498,8 @@ impl GpuContext {
         }
         let mut pending = lock(&self.pending);
         pending.pass = None;
-        let device = &self.device;
-        let enc = pending.encoder.get_or_insert_with(|| {
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("step"),
-            })
-        });
-        enc.copy_buffer_to_buffer(src, src_off, dst, dst_off, bytes);
+        encoder(&mut pending.encoder, &self.device)
+            .copy_buffer_to_buffer(src, src_off, dst, dst_off, bytes);
     }
 
     /// Writes `data` into `buf` ordered after everything recorded so far.
@@ -702,64 +520,8 @@ impl GpuContext {
             self.queue.write_buffer(&self.ring, 0, &pending.uniforms);
             pending.uniforms.clear();
         }
-        let Some(mut enc) = pending.encoder.take() else {
-            return;
-        };
-        let timed = pending
-            .prof
-            .as_mut()
-            .and_then(|pr| pr.timer.as_mut())
-            .filter(|t| !t.labels.is_empty());
-        let Some(t) = timed else {
-            self.queue.submit([enc.finish()]);
-            if let Some(pr) = pending.prof.as_mut() {
-                pr.submissions += 1;
-            }
-            return;
-        };
-        let n = 2 * t.labels.len() as u32;
-        enc.resolve_query_set(&t.set, 0..n, &t.resolve, 0);
-        enc.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, n as u64 * 8);
-        self.queue.submit([enc.finish()]);
-        let times = self.read_timestamps(&t.read, n as u64 * 8);
-        let labels = std::mem::take(&mut t.labels);
-        let period = t.period_ns;
-        if let Some(pr) = pending.prof.as_mut() {
-            pr.submissions += 1;
-            for (i, label) in labels.into_iter().enumerate() {
-                let (a, b) = (times.get(2 * i), times.get(2 * i + 1));
-                if let (Some(&a), Some(&b)) = (a, b) {
-                    let ns = (b.saturating_sub(a) as f64 * period) as u64;
-                    pr.kernels.entry(label).or_default().ns += ns;
-                }
-            }
-        }
-    }
-
-    /// Waits for a profile's resolved timestamps (native; empty in the browser or on error).
-    fn read_timestamps(&self, read: &wgpu::Buffer, bytes: u64) -> Vec<u64> {
-        #[cfg(not(target_arch = "wasm32"))]
-        {
-            let slice = read.slice(..bytes);
-            slice.map_async(wgpu::MapMode::Read, |_| {});
-            if self
-                .device
-                .poll(wgpu::PollType::wait_indefinitely())
-                .is_err()
-            {
-                return Vec::new();
-            }
-            let times = match slice.get_mapped_range() {
-                Ok(view) => bytemuck::pod_collect_to_vec::<u8, u64>(&view),
-                Err(_) => Vec::new(),
-            };
-            read.unmap();
-            times
-        }
-        #[cfg(target_arch = "wasm32")]
-        {
-            let _ = (read, bytes);
-            Vec::new()
+        if let Some(enc) = pending.encoder.take() {
+            self.submit_profiled(pending, enc);
         }
     }
 
@@ -912,84 +674,6 @@ async fn browser_adapter_name() -> String {
     }
 }
 
-/// The bind group layout entries a kernel's WGSL declares (`@group(0) @binding(N) var<…>`):
-/// binding 0 its uniform parameters at a dynamic offset, the rest storage buffers, read-only
-/// where declared `read`. Bindings must be numbered 0, 1, … without gaps.
-fn binding_entries(shader: &Shader) -> Result<Vec<wgpu::BindGroupLayoutEntry>> {
-    let bad = |detail: String| EngineError::Shape {
-        op: shader.label,
-        detail,
-    };
-    let mut entries = Vec::new();
-    let mut rest = shader.source;
-    while let Some(at) = rest.find("@binding(") {
-        rest = &rest[at + "@binding(".len()..];
-        let close = rest
-            .find(')')
-            .ok_or_else(|| bad("unclosed @binding(".into()))?;
-        let binding: u32 = rest[..close]
-            .trim()
-            .parse()
-            .map_err(|_| bad(format!("binding number {:?}", &rest[..close])))?;
-        let var = rest
-            .find("var<")
-            .ok_or_else(|| bad(format!("binding {binding} has no var<…>")))?;
-        let decl = &rest[var + 4..];
-        let end = decl
-            .find('>')
-            .ok_or_else(|| bad(format!("binding {binding}: unclosed var<")))?;
-        let space: String = decl[..end].chars().filter(|c| !c.is_whitespace()).collect();
-        let ty = match space.as_str() {
-            "uniform" => wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Uniform,
-                has_dynamic_offset: true,
-                min_binding_size: None,
-            },
-            "storage,read" | "storage" => wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only: true },
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            "storage,read_write" => wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only: false },
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            other => {
-                return Err(bad(format!(
-                    "binding {binding}: address space var<{other}>"
-                )))
-            }
-        };
-        entries.push(wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty,
-            count: None,
-        });
-    }
-    entries.sort_by_key(|e| e.binding);
-    let numbered = entries
-        .iter()
-        .enumerate()
-        .all(|(i, e)| e.binding == i as u32);
-    let uniform0 = entries.first().is_some_and(|e| {
-        matches!(
-            e.ty,
-            wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Uniform,
-                ..
-            }
-        )
-    });
-    if !numbered || !uniform0 {
-        return Err(bad(
-            "bindings must be 0 (the uniform parameters), 1, 2, … without gaps".into(),
-        ));
-    }
-    Ok(entries)
-}
-
 /// Limits to request: WebGPU's defaults raised to the workload's needs. Fails listing every
 /// limit the adapter cannot meet.
 fn required_limits(adapter: &str, have: &wgpu::Limits, req: &Requirements) -> Result<wgpu::Limits> {
@@ -1085,49 +769,6 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("tiny"));
-    }
-
-    #[test]
-    fn bindings_are_read_from_the_wgsl() {
-        let entries = binding_entries(&crate::gpu::kernels::attention::SPLIT).expect("split");
-        let kinds: Vec<_> = entries
-            .iter()
-            .map(|e| match e.ty {
-                wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Uniform,
-                    has_dynamic_offset: true,
-                    ..
-                } => "uniform",
-                wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Storage { read_only: true },
-                    ..
-                } => "read",
-                wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Storage { read_only: false },
-                    ..
-                } => "read_write",
-                _ => "other",
-            })
-            .collect();
-        assert_eq!(
-            kinds,
-            [
-                "uniform",
-                "read",
-                "read",
-                "read",
-                "read_write",
-                "read_write"
-            ]
-        );
-        let gap = Shader {
-            label: "gappy",
-            source: "@group(0) @binding(0) var<uniform> p: u32;\n\
-                     @group(0) @binding(2) var<storage, read> x: array<f32>;",
-            entry: "main",
-        };
-        let e = binding_entries(&gap).unwrap_err().to_string();
-        assert!(e.contains("gappy") && e.contains("without gaps"), "{e}");
     }
 
     #[test]

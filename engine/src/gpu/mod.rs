@@ -1,8 +1,8 @@
 //! The GPU: one layer on top of the other, each importing only from those below it.
 //!
 //! - [`context`]: the runtime for native wgpu and the browser's WebGPU — adapter and limits,
-//!   pipelines cached by [`context::Shader`], one encoder per submission, uniform ring,
-//!   pooled readback.
+//!   pipelines cached by [`context::Shader`], one compute pass per submission, uniform ring
+//!   at dynamic offsets, bind groups built once, pooled readback, the `--profile` counts.
 //! - [`buffer`]: the device buffers the backend hands out.
 //! - [`kernels`]: one `.wgsl` per op beside the Rust that dispatches it.
 //! - [`backend`]: [`crate::backend::Backend`] on the GPU — shape checks, then the kernels.
