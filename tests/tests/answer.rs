@@ -23,6 +23,7 @@ use lorekeeper_engine::answer::modes::{
     parse_react, parse_refiner, react_grammar, refiner_grammar, ReactAction, REACT_CLOSERS,
     REFINER_CLOSERS,
 };
+use lorekeeper_engine::answer::naming::Named;
 use lorekeeper_engine::answer::prompt;
 use lorekeeper_engine::answer::reader;
 use lorekeeper_engine::answer::recover::{parse_action, ParseOutcome};
@@ -372,6 +373,56 @@ fn grammar_accepts_only_checked_answers_qwen3() {
     grammar_properties("qwen3", &tok, n);
 }
 
+/// A reader's span that gives a name the evidence writes elsewhere: the grammar forces the
+/// name's quote as the second fact and the name as the final answer, and the checks accept it.
+#[test]
+fn a_named_answer_is_forced_with_its_quote() {
+    let (tok, n) = smollm2_tokenizer();
+    let vocab = GrammarVocab::new(&tok, n).expect("vocabulary");
+    let ev = passages();
+    let question = "Who said to itself that it would be late?";
+    assert_eq!(reader::wants(question), reader::Wants::Name);
+    let span = reader::Span {
+        passage: 0,
+        text: "to hear the Rabbit say to itself, `Oh dear! Oh dear! I shall be late!'".into(),
+        name: Some(Named {
+            text: "Alice".into(),
+            passage: 0,
+        }),
+        ..reader::Span::default()
+    };
+    let caps = Caps::default();
+    let g = build_grammar(&ev, &caps, &TextCaps::default(), question, &[&span]).expect("grammar");
+    let mut answered = 0;
+    for seed in 0..6u64 {
+        let (text, _) = random_walk(&vocab, &tok, &g, seed, 1536);
+        let (a, outcome) = parse_action(&text);
+        assert_eq!(outcome, ParseOutcome::Parsed, "seed {seed}: {text}");
+        let a = a.expect("action");
+        if a.next_action != NextAction::AnswerDirectly {
+            continue;
+        }
+        answered += 1;
+        assert_eq!(a.final_answer, "Alice", "{text}");
+        let named = &a.supported_facts[1];
+        assert_eq!(
+            (named.fact.as_str(), named.evidence_refs[0].quote.as_str()),
+            ("Alice", "Alice"),
+            "{text}"
+        );
+        // The forced facts hold and the answer passes its checks (the walk may add free facts
+        // of its own, which the checks judge one by one).
+        let c = check(&a, &ev, &caps, question);
+        assert!(
+            c.facts[0].verified && c.facts[1].verified,
+            "seed {seed}: {text}"
+        );
+        let problems = answer_problems(&a, &ev);
+        assert!(problems.is_empty(), "seed {seed}: {problems:?} in {text}");
+    }
+    assert!(answered > 0, "the walks should answer");
+}
+
 #[test]
 fn grammar_refuses_bad_evidence_ids() {
     let mut ev = passages();
@@ -518,9 +569,15 @@ fn pipeline_on_smollm2() {
             .iter()
             .find(|e| &e.id == cited)
             .expect("cited passage");
-        // The span itself (a speaker's label before it only in a script, which this is not).
+        // The span itself (a speaker's label before it only in a script, which this is not),
+        // or for "who …" the name a further fact quotes.
+        let named = a.facts.iter().skip(1).any(|f| {
+            f.refs
+                .iter()
+                .any(|r| r.quote.eq_ignore_ascii_case(&a.answer))
+        });
         assert!(
-            passage.text.contains(&a.answer),
+            passage.text.contains(&a.answer) || named,
             "{:?} not in {cited}",
             a.answer
         );
@@ -531,6 +588,25 @@ fn pipeline_on_smollm2() {
             );
         }
     }
+    // "Who …" answered with the name the span gives, in the fullest form the evidence writes
+    // (`The Rabbit actually took a watch …` → `White Rabbit`, a word this story's lexicon
+    // lacks), which a further fact quotes.
+    let a = pollster::block_on(ask(
+        Llm::new(&b, &mut model, &tok, Some(&vocab)),
+        &retriever,
+        "Who looked at a watch and hurried on?",
+        &ecfg,
+        |_| true,
+    ))
+    .expect("ask who");
+    assert_eq!(a.answer, "White Rabbit", "{:#?}", a.facts);
+    assert!(a.facts.iter().all(|f| f.verified), "{:#?}", a.facts);
+    assert!(
+        a.facts[0].refs[0].quote.contains("took a watch"),
+        "{:#?}",
+        a.facts
+    );
+    assert_eq!(a.facts[1].refs[0].quote, "White Rabbit");
     // The refiner and ReAct protocols over the same index, under their grammars.
     for mode in [Mode::Refiner, Mode::React] {
         let mcfg = AskConfig {

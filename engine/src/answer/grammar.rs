@@ -20,7 +20,7 @@ use llguidance::toktrie::{TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 use llguidance::{Matcher, ParserFactory};
 
 use super::evidence::Evidence;
-use super::reader::Span;
+use super::reader::{Span, Wants};
 use super::validate::{Caps, CJK_FUNCTION_CHARS, FUNCTION_WORDS};
 use crate::error::{EngineError, Result};
 use crate::generate::{now_ms, Constraint, Step};
@@ -313,9 +313,12 @@ pub fn build_grammar(
             .collect();
         // A tied answer branch: its first fact opens with the citation `first_ref`, states
         // `fact`, and the final answer gives `said` after any further facts.
-        let tied_branch = |name: &str, first_ref: &str, fact: &str, said: &str| {
+        // `named` is a second fact forced after the first (the name the answer gives, quoted
+        // from its passage: [`super::naming::Named::fact`]), or empty.
+        let tied_branch = |name: &str, first_ref: &str, fact: &str, named: &str, said: &str| {
+            let more = facts_more.saturating_sub(usize::from(!named.is_empty()));
             format!(
-                "{name}: {} {} {first_ref} ({} ref){{0,{}}} {} {fact} {} ({} fact){{0,{facts_more}}} {} {inferred} {} {said} {}\n",
+                "{name}: {} {} {first_ref} ({} ref){{0,{}}} {} {fact} {} {named} ({} fact){{0,{more}}} {} {inferred} {} {said} {}\n",
                 q("{\"next_action\":\"answer_directly\",\"supported_facts\":["),
                 q("{\"evidence_refs\":["),
                 q(","),
@@ -349,7 +352,26 @@ pub fn build_grammar(
                 // The final answer as the extractive protocol writes it ([`Span::answer`]: a
                 // script's speaker before the span when the question asks who).
                 let answer = s.answer(wants);
-                g += &tied_branch(&format!("answer_s{j}"), &first_ref, &q(&quote), &q(&answer));
+                let named = match (&s.name, &s.speaker, wants) {
+                    (Some(n), None, Wants::Name) => n.fact(&quote, evidence),
+                    _ => None,
+                };
+                let named = named.map_or_else(String::new, |f| {
+                    let r = &f.evidence_refs[0];
+                    format!(
+                        "{} {} {} {} {}",
+                        q(&format!(
+                            ",{{\"evidence_refs\":[{{\"evidence_id\":\"{}\",\"quote\":\"",
+                            r.evidence_id
+                        )),
+                        q(&r.quote),
+                        q("\"}],\"fact\":\""),
+                        q(&f.fact),
+                        q("\"}"),
+                    )
+                });
+                let id = format!("answer_s{j}");
+                g += &tied_branch(&id, &first_ref, &q(&quote), &named, &q(&answer));
             }
         } else if tied {
             // The passage the first fact cites first is the one its text and the final answer
@@ -361,6 +383,7 @@ pub fn build_grammar(
                     &format!("answer_{i}"),
                     &format!("ref_{i}"),
                     &format!("A{i}"),
+                    "",
                     &format!("A{i}"),
                 );
             }

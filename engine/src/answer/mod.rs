@@ -19,11 +19,13 @@
 //! ([`recover::parse_action`], [`validate::check`]) → next round (`rounds::next_round`). The
 //! refiner and ReAct protocols ([`modes`]) take over after the first brief.
 
+pub mod asks;
 pub mod eval;
 pub mod evidence;
 mod generation;
 pub mod grammar;
 pub mod modes;
+pub mod naming;
 pub mod prompt;
 pub mod reader;
 pub mod recover;

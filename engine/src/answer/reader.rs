@@ -29,6 +29,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::asks::{holds_phrase, plain_words};
+pub use super::asks::{wants, Wants};
 use super::evidence::Evidence;
 pub use super::spans::spans_of;
 use super::spans::windows;
@@ -216,6 +218,10 @@ pub struct Span {
     /// passage; the answer gives them ([`Span::answer`]), the score does not read them.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rest: String,
+    /// The name it gives, as the evidence writes it most fully, when the question asks for a
+    /// name and the span names one new one ([`super::naming`]): the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<super::naming::Named>,
     /// `DENSE · dense + LEXICAL · lexical + LEAD · lead + KIND · kind + PRIOR · prior`.
     pub score: f32,
 }
@@ -239,163 +245,18 @@ impl Span {
 
     /// The span as the answer to a question that asks for `wants`: the span with the rest of
     /// its sentence ([`Span::rest`]), after the speaker's label and an ellipsis when a name is
-    /// asked for and the span lies in a speaker's line (`Antonio: … twenty consciences`).
+    /// asked for and the span lies in a speaker's line (`Antonio: … twenty consciences`); when
+    /// a name is asked for and the span gives one ([`Span::name`]), that name (`The White
+    /// Rabbit`; a further fact quotes it).
     pub fn answer(&self, wants: Wants) -> String {
-        match (&self.speaker, wants) {
-            (Some(who), Wants::Name) => format!("{who} … {}{}", self.text, self.rest),
+        match (&self.speaker, &self.name, wants) {
+            (Some(who), _, Wants::Name) => format!("{who} … {}{}", self.text, self.rest),
+            (None, Some(n), Wants::Name) => n.answer(),
             _ => format!("{}{}", self.text, self.rest),
         }
     }
 }
 
-/// The kind of answer a question asks for, read from its wording (English and Chinese).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Wants {
-    /// A count, an age, a year: "how many …", "多少", "几".
-    Number,
-    /// Someone or something named: "who …", "what is the name of …", "谁", "名字".
-    Name,
-    /// Words said, written or sung: "what did … say", "what was written …", "说了什么".
-    Words,
-    /// A cause: "why …", "为什么".
-    Reason,
-    /// Anything else.
-    Any,
-}
-
-/// English question words (lower case) that ask for a number.
-const NUMBER_ASKS: &[&str] = &[
-    "how many",
-    "how much",
-    "how old",
-    "how long",
-    "how far",
-    "what year",
-    "what age",
-    "what number",
-    "which year",
-];
-/// Chinese question words that ask for a number.
-const NUMBER_ASKS_ZH: &[&str] = &["多少", "几", "多大", "多久", "哪年", "何年"];
-/// English words that ask for a name.
-const NAME_ASKS: &[&str] = &["who", "whom", "whose", "name", "named", "names"];
-/// Nouns for someone (or some creature) that ask for a name after "which" or "what" ("which
-/// character says …", "what animal does Alice see …"): in a script most questions about a
-/// line ask for its speaker this way.
-const WHO_NOUNS: &[&str] = &[
-    "character",
-    "characters",
-    "person",
-    "people",
-    "man",
-    "men",
-    "woman",
-    "women",
-    "lord",
-    "lords",
-    "lady",
-    "ladies",
-    "member",
-    "members",
-    "passenger",
-    "juror",
-    "jurors",
-    "servant",
-    "spirit",
-    "animal",
-    "animals",
-    "creature",
-    "creatures",
-    "king",
-    "queen",
-    "boy",
-    "girl",
-    "teacher",
-    "teachers",
-    "student",
-    "students",
-    "friend",
-    "guest",
-    "guests",
-    "witness",
-    "fellow",
-    "master",
-    "officer",
-    "sailor",
-    "nobleman",
-    "noblemen",
-    "courtier",
-    "soldier",
-    "soldiers",
-    "speaker",
-    "child",
-    "children",
-    "sister",
-    "sisters",
-    "brother",
-    "brothers",
-    "son",
-    "daughter",
-    "uncle",
-    "aunt",
-    "gardener",
-    "gardeners",
-    "player",
-    "players",
-    "maid",
-];
-/// Words that may stand between "which" / "what" and the noun of [`WHO_NOUNS`].
-const WHO_BETWEEN: &[&str] = &["one", "two", "three", "other", "of", "the", "young", "old"];
-/// Chinese question words that ask for a name.
-const NAME_ASKS_ZH: &[&str] = &["谁", "何人", "哪位", "名字", "叫什么", "何名", "名唤"];
-/// English words that ask for words said, written or sung.
-const WORDS_ASKS: &[&str] = &[
-    "say",
-    "says",
-    "said",
-    "saying",
-    "shout",
-    "shouts",
-    "shouted",
-    "exclaim",
-    "exclaims",
-    "exclaimed",
-    "cry",
-    "cries",
-    "ask",
-    "asks",
-    "call",
-    "calls",
-    "whisper",
-    "whispers",
-    "reply",
-    "replies",
-    "tell",
-    "tells",
-    "written",
-    "write",
-    "writes",
-    "words",
-    "printed",
-    "label",
-    "labelled",
-    "message",
-    "riddle",
-    "rule",
-    "motto",
-    "song",
-    "sing",
-    "sings",
-    "poem",
-    "verse",
-];
-/// Chinese words that ask for words said, written or sung.
-const WORDS_ASKS_ZH: &[&str] = &["说", "道", "问", "写", "题", "诗", "对联", "匾", "答", "唱"];
-/// English words that ask for a cause.
-const REASON_ASKS: &[&str] = &["why"];
-/// Chinese question words that ask for a cause.
-const REASON_ASKS_ZH: &[&str] = &["为什么", "为何", "何故", "因何"];
 /// English number words (lower case); digits count too.
 const NUMBER_WORDS: &[&str] = &[
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
@@ -407,38 +268,6 @@ const NUMBER_CHARS_ZH: &str = "二三四五六七八九十百千万两廿卅";
 /// Words that give a cause, English and Chinese.
 const REASON_WORDS: &[&str] = &["because", "since", "reason", "so that", "for fear"];
 const REASON_WORDS_ZH: &[&str] = &["因为", "因此", "所以", "原来", "只因", "皆因", "故此"];
-
-/// What `question` asks for ([`Wants`]): the first of number, name, reason, words whose
-/// question words it holds (English as whole words, Chinese anywhere).
-pub fn wants(question: &str) -> Wants {
-    let has = |en: &[&str], zh: &[&str]| holds_phrase(question, en, zh);
-    if has(NUMBER_ASKS, NUMBER_ASKS_ZH) {
-        Wants::Number
-    } else if has(NAME_ASKS, NAME_ASKS_ZH) || asks_which_one(question) {
-        Wants::Name
-    } else if has(REASON_ASKS, REASON_ASKS_ZH) {
-        Wants::Reason
-    } else if has(WORDS_ASKS, WORDS_ASKS_ZH) {
-        Wants::Words
-    } else {
-        Wants::Any
-    }
-}
-
-/// Does `question` ask "which …" or "what …" of someone ([`WHO_NOUNS`]), a few words
-/// ([`WHO_BETWEEN`]) allowed between?
-fn asks_which_one(question: &str) -> bool {
-    let lower = question.to_lowercase();
-    let words: Vec<&str> = plain_words(&lower).collect();
-    words.iter().enumerate().any(|(i, w)| {
-        (*w == "which" || *w == "what")
-            && words[i + 1..]
-                .iter()
-                .take(4)
-                .find(|n| !WHO_BETWEEN.contains(n))
-                .is_some_and(|n| WHO_NOUNS.contains(n))
-    })
-}
 
 /// The question as the reader scores spans against it.
 #[derive(Clone, Debug, PartialEq)]
@@ -505,20 +334,6 @@ impl Asked {
     fn asked(&self, term: &str) -> bool {
         self.terms.iter().any(|(a, _)| same_stem(a, term))
     }
-}
-
-/// Does `text` hold one of the English phrases `en` as whole words (case ignored) or one of
-/// the Chinese ones `zh` anywhere?
-fn holds_phrase(text: &str, en: &[&str], zh: &[&str]) -> bool {
-    let lower = text.to_lowercase();
-    let padded = format!(" {} ", plain_words(&lower).collect::<Vec<_>>().join(" "));
-    en.iter().any(|w| padded.contains(&format!(" {w} "))) || zh.iter().any(|w| text.contains(w))
-}
-
-/// The words of `text` as written (runs of letters, digits, `-` and `'`), no word left out.
-fn plain_words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '\''))
-        .filter(|w| !w.is_empty())
 }
 
 /// The quotations in `text`: the text between an opening mark (`` ` `` `"` `“` `‘` `「` `『`)
@@ -691,6 +506,7 @@ pub fn candidates(
                 },
                 speaker: w.speaker,
                 rest: w.rest,
+                name: None,
                 text,
                 dense: 0.0,
                 prior,

@@ -20,9 +20,11 @@ use super::evidence::{self, Shortfall};
 use super::generation::{Llm, Spent};
 use super::grammar::{self, Closers};
 use super::modes::{self, ModeOutcome};
+use super::naming;
 use super::prompt::{self, Fitted, Room};
 use super::reader::{self, Span};
 use super::schema::{self, GroundedAction, Hypothesis, NextAction};
+use super::spans;
 use super::validate::{self, Checked};
 use super::{recover, Answer, AskConfig, FinalFact, Mode, Retriever, Round, Timings};
 use crate::backend::Backend;
@@ -251,6 +253,22 @@ impl<'c> Rounds<'c> {
         reader::rank(&mut spans, &dense);
         let from = self.out.evidence.len() - r.evidence.len();
         reader::reorder(&mut self.out.evidence, &mut spans, from);
+        if asked.wants == reader::Wants::Name {
+            let g = retriever.index.graph();
+            // In a script the speaker answers "who …" ([`Span::answer`]), not a name in the line.
+            let in_line =
+                |s: &Span| s.speaker.is_some() || spans::starts_with_speaker_label(&s.text);
+            for s in spans.iter_mut().filter(|s| !in_line(s)) {
+                s.name = naming::name_of(
+                    &s.text,
+                    s.passage,
+                    &self.out.evidence,
+                    question,
+                    &asked.entities,
+                    g,
+                );
+            }
+        }
         r.evidence = self.out.evidence[from..].to_vec();
         r.spans = spans.iter().take(8).cloned().collect();
         self.out.timings.retrieval_ms += now_ms() - t0;
@@ -357,12 +375,17 @@ impl<'c> Rounds<'c> {
         let answer_with = |s: &reader::Span| {
             let quote = reader::quote_of(&s.text, question, self.cfg.caps.quote_chars);
             let evidence_id = self.out.evidence[s.passage].id.clone();
+            let mut facts = vec![schema::Fact {
+                fact: quote.clone(),
+                evidence_refs: vec![schema::EvidenceRef { evidence_id, quote }],
+            }];
+            if wants == reader::Wants::Name && s.speaker.is_none() {
+                let named = s.name.as_ref();
+                facts.extend(named.and_then(|n| n.fact(&facts[0].fact, &self.out.evidence)));
+            }
             GroundedAction {
                 next_action: NextAction::AnswerDirectly,
-                supported_facts: vec![schema::Fact {
-                    fact: quote.clone(),
-                    evidence_refs: vec![schema::EvidenceRef { evidence_id, quote }],
-                }],
+                supported_facts: facts,
                 final_answer: s.answer(wants),
                 ..GroundedAction::abstain("")
             }

@@ -156,7 +156,7 @@ fn trim_dashes(text: &str) -> &str {
 }
 
 /// Does `rest` open with a speaker's label (which may span clauses: `P. King:`)?
-fn starts_with_speaker_label(rest: &str) -> bool {
+pub(crate) fn starts_with_speaker_label(rest: &str) -> bool {
     let head: String = rest.chars().take(40).collect();
     head.find(':')
         .is_some_and(|colon| is_speaker_label(&head[..=colon]))

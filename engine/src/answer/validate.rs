@@ -161,7 +161,7 @@ const RELATIONS: &[&str] = &[
 ];
 
 /// Words that start sentences or are capitalised for other reasons than naming.
-const NOT_NAMES: &[&str] = &[
+pub(crate) const NOT_NAMES: &[&str] = &[
     "The", "A", "An", "In", "On", "At", "She", "He", "It", "They", "This", "That", "These",
     "Those", "When", "Then", "But", "And", "Her", "His", "Their", "There", "Yes", "No", "Not",
     "After", "Before", "As", "So", "If", "Of", "To", "With", "For", "From", "By", "I", "We", "You",

@@ -44,6 +44,7 @@
 //! stays closer to the chunks that name the query's entities directly.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use serde::{Deserialize, Serialize};
@@ -447,22 +448,31 @@ impl Matcher {
 
     /// Mentions in `text` as (entity, count), sorted by entity.
     fn mentions(&self, ac: &AhoCorasick, text: &str) -> Vec<(u32, u32)> {
+        let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
+        for (entity, _) in self.positions(ac, text) {
+            *counts.entry(entity).or_default() += 1;
+        }
+        counts.into_iter().collect()
+    }
+
+    /// Each mention in `text` as (entity, byte range), in text order: leftmost-longest among
+    /// the matches that cut no word.
+    fn positions(&self, ac: &AhoCorasick, text: &str) -> Vec<(u32, Range<usize>)> {
         let mut found: Vec<(usize, usize, u32)> = ac
             .find_overlapping_iter(text)
             .filter(|m| at_word_boundaries(text, m.start(), m.end()))
             .map(|m| (m.start(), m.end(), self.entity_of[m.pattern().as_usize()]))
             .collect();
-        // Leftmost-longest among the valid matches.
         found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut out = Vec::new();
         let mut end = 0;
         for (s, e, entity) in found {
             if s >= end {
-                *counts.entry(entity).or_default() += 1;
+                out.push((entity, s..e));
                 end = e;
             }
         }
-        counts.into_iter().collect()
+        out
     }
 }
 
@@ -609,6 +619,12 @@ impl EntityGraph {
     /// whose names are capitalised, so `rabbit-hole` does not name the Rabbit.
     pub fn text_entities(&self, text: &str) -> Vec<(u32, u32)> {
         self.matcher.mentions(&self.matcher.text, text)
+    }
+
+    /// Where `text` names entities as written (case kept, as [`Self::text_entities`]): each
+    /// mention as (entity, byte range), in text order.
+    pub fn text_mentions(&self, text: &str) -> Vec<(u32, Range<usize>)> {
+        self.matcher.positions(&self.matcher.text, text)
     }
 
     /// The entities a question names: as written ([`Self::text_entities`]) when its writer

@@ -1,0 +1,199 @@
+//! What a question asks for ([`Wants`]), read from its wording, English and Chinese: the
+//! reader ([`super::reader`]) scores a span higher when it holds that kind of answer.
+
+use serde::{Deserialize, Serialize};
+
+/// The kind of answer a question asks for, read from its wording (English and Chinese).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Wants {
+    /// A count, an age, a year: "how many …", "多少", "几".
+    Number,
+    /// Someone or something named: "who …", "what is the name of …", "谁", "名字".
+    Name,
+    /// Words said, written or sung: "what did … say", "what was written …", "说了什么".
+    Words,
+    /// A cause: "why …", "为什么".
+    Reason,
+    /// Anything else.
+    Any,
+}
+
+/// English question words (lower case) that ask for a number.
+const NUMBER_ASKS: &[&str] = &[
+    "how many",
+    "how much",
+    "how old",
+    "how long",
+    "how far",
+    "what year",
+    "what age",
+    "what number",
+    "which year",
+];
+/// Chinese question words that ask for a number.
+const NUMBER_ASKS_ZH: &[&str] = &["多少", "几", "多大", "多久", "哪年", "何年"];
+/// English words that ask for a name.
+const NAME_ASKS: &[&str] = &["who", "whom", "whose", "name", "named", "names"];
+/// Nouns for someone (or some creature) that ask for a name after "which" or "what" ("which
+/// character says …", "what animal does Alice see …"): in a script most questions about a
+/// line ask for its speaker this way.
+const WHO_NOUNS: &[&str] = &[
+    "character",
+    "characters",
+    "person",
+    "people",
+    "man",
+    "men",
+    "woman",
+    "women",
+    "lord",
+    "lords",
+    "lady",
+    "ladies",
+    "member",
+    "members",
+    "passenger",
+    "juror",
+    "jurors",
+    "servant",
+    "spirit",
+    "animal",
+    "animals",
+    "creature",
+    "creatures",
+    "king",
+    "queen",
+    "boy",
+    "girl",
+    "teacher",
+    "teachers",
+    "student",
+    "students",
+    "friend",
+    "guest",
+    "guests",
+    "witness",
+    "fellow",
+    "master",
+    "officer",
+    "sailor",
+    "nobleman",
+    "noblemen",
+    "courtier",
+    "soldier",
+    "soldiers",
+    "speaker",
+    "child",
+    "children",
+    "sister",
+    "sisters",
+    "brother",
+    "brothers",
+    "son",
+    "daughter",
+    "uncle",
+    "aunt",
+    "gardener",
+    "gardeners",
+    "player",
+    "players",
+    "maid",
+];
+/// Words that may stand between "which" / "what" and the noun of [`WHO_NOUNS`].
+const WHO_BETWEEN: &[&str] = &["one", "two", "three", "other", "of", "the", "young", "old"];
+/// Chinese question words that ask for a name.
+const NAME_ASKS_ZH: &[&str] = &["谁", "何人", "哪位", "名字", "叫什么", "何名", "名唤"];
+/// English words that ask for words said, written or sung.
+const WORDS_ASKS: &[&str] = &[
+    "say",
+    "says",
+    "said",
+    "saying",
+    "shout",
+    "shouts",
+    "shouted",
+    "exclaim",
+    "exclaims",
+    "exclaimed",
+    "cry",
+    "cries",
+    "ask",
+    "asks",
+    "call",
+    "calls",
+    "whisper",
+    "whispers",
+    "reply",
+    "replies",
+    "tell",
+    "tells",
+    "written",
+    "write",
+    "writes",
+    "words",
+    "printed",
+    "label",
+    "labelled",
+    "message",
+    "riddle",
+    "rule",
+    "motto",
+    "song",
+    "sing",
+    "sings",
+    "poem",
+    "verse",
+];
+/// Chinese words that ask for words said, written or sung.
+const WORDS_ASKS_ZH: &[&str] = &["说", "道", "问", "写", "题", "诗", "对联", "匾", "答", "唱"];
+/// English words that ask for a cause.
+const REASON_ASKS: &[&str] = &["why"];
+/// Chinese question words that ask for a cause.
+const REASON_ASKS_ZH: &[&str] = &["为什么", "为何", "何故", "因何"];
+
+/// What `question` asks for ([`Wants`]): the first of number, name, reason, words whose
+/// question words it holds (English as whole words, Chinese anywhere).
+pub fn wants(question: &str) -> Wants {
+    let has = |en: &[&str], zh: &[&str]| holds_phrase(question, en, zh);
+    if has(NUMBER_ASKS, NUMBER_ASKS_ZH) {
+        Wants::Number
+    } else if has(NAME_ASKS, NAME_ASKS_ZH) || asks_which_one(question) {
+        Wants::Name
+    } else if has(REASON_ASKS, REASON_ASKS_ZH) {
+        Wants::Reason
+    } else if has(WORDS_ASKS, WORDS_ASKS_ZH) {
+        Wants::Words
+    } else {
+        Wants::Any
+    }
+}
+
+/// Does `question` ask "which …" or "what …" of someone ([`WHO_NOUNS`]), a few words
+/// ([`WHO_BETWEEN`]) allowed between?
+fn asks_which_one(question: &str) -> bool {
+    let lower = question.to_lowercase();
+    let words: Vec<&str> = plain_words(&lower).collect();
+    words.iter().enumerate().any(|(i, w)| {
+        (*w == "which" || *w == "what")
+            && words[i + 1..]
+                .iter()
+                .take(4)
+                .find(|n| !WHO_BETWEEN.contains(n))
+                .is_some_and(|n| WHO_NOUNS.contains(n))
+    })
+}
+
+/// Does `text` hold one of the English phrases `en` as whole words (case ignored) or one of
+/// the Chinese ones `zh` anywhere?
+pub(super) fn holds_phrase(text: &str, en: &[&str], zh: &[&str]) -> bool {
+    let lower = text.to_lowercase();
+    let padded = format!(" {} ", plain_words(&lower).collect::<Vec<_>>().join(" "));
+    en.iter().any(|w| padded.contains(&format!(" {w} "))) || zh.iter().any(|w| text.contains(w))
+}
+
+/// The words of `text` as written (runs of letters, digits, `-` and `'`), no word left out.
+pub(super) fn plain_words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '\''))
+        .filter(|w| !w.is_empty())
+}
