@@ -23,7 +23,7 @@ use lorekeeper_engine::answer::modes::{
     parse_react, parse_refiner, react_grammar, refiner_grammar, ReactAction, REACT_CLOSERS,
     REFINER_CLOSERS,
 };
-use lorekeeper_engine::answer::naming::Named;
+use lorekeeper_engine::answer::naming::Short;
 use lorekeeper_engine::answer::prompt;
 use lorekeeper_engine::answer::reader;
 use lorekeeper_engine::answer::recover::{parse_action, ParseOutcome};
@@ -385,7 +385,7 @@ fn a_named_answer_is_forced_with_its_quote() {
     let span = reader::Span {
         passage: 0,
         text: "to hear the Rabbit say to itself, `Oh dear! Oh dear! I shall be late!'".into(),
-        name: Some(Named {
+        short: Some(Short {
             text: "Alice".into(),
             passage: 0,
         }),

@@ -197,3 +197,49 @@ pub(super) fn plain_words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '\''))
         .filter(|w| !w.is_empty())
 }
+
+/// The quotations in `text`: the text between an opening mark (`` ` `` `"` `“` `‘` `「` `『`)
+/// and its closing mark (`'` after a backtick, as *Alice* writes; an apostrophe inside a
+/// word, as in `don't`, does not close).
+pub(super) fn quotations(text: &str) -> Vec<&str> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let close: &[char] = match chars[i].1 {
+            '`' | '‘' => &['\'', '’'],
+            '"' => &['"'],
+            '“' => &['”'],
+            '「' => &['」'],
+            '『' => &['』'],
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let start = chars[i].0 + chars[i].1.len_utf8();
+        let mut j = i + 1;
+        let mut end = None;
+        while j < chars.len() {
+            let c = chars[j].1;
+            let next_letter = chars.get(j + 1).is_some_and(|&(_, n)| n.is_alphanumeric());
+            if close.contains(&c) && !(c == '\'' && next_letter) {
+                end = Some(chars[j].0);
+                break;
+            }
+            j += 1;
+        }
+        match end {
+            Some(e) => {
+                out.push(&text[start..e]);
+                i = j + 1;
+            }
+            None => {
+                // An unclosed quotation runs to the end of the span.
+                out.push(&text[start..]);
+                break;
+            }
+        }
+    }
+    out
+}

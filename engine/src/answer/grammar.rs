@@ -20,7 +20,7 @@ use llguidance::toktrie::{TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 use llguidance::{Matcher, ParserFactory};
 
 use super::evidence::Evidence;
-use super::reader::{Span, Wants};
+use super::reader::Span;
 use super::validate::{Caps, CJK_FUNCTION_CHARS, FUNCTION_WORDS};
 use crate::error::{EngineError, Result};
 use crate::generate::{now_ms, Constraint, Step};
@@ -314,7 +314,7 @@ pub fn build_grammar(
         // A tied answer branch: its first fact opens with the citation `first_ref`, states
         // `fact`, and the final answer gives `said` after any further facts.
         // `named` is a second fact forced after the first (the name the answer gives, quoted
-        // from its passage: [`super::naming::Named::fact`]), or empty.
+        // from its passage: [`super::naming::Short::fact`]), or empty.
         let tied_branch = |name: &str, first_ref: &str, fact: &str, named: &str, said: &str| {
             let more = facts_more.saturating_sub(usize::from(!named.is_empty()));
             format!(
@@ -352,10 +352,7 @@ pub fn build_grammar(
                 // The final answer as the extractive protocol writes it ([`Span::answer`]: a
                 // script's speaker before the span when the question asks who).
                 let answer = s.answer(wants);
-                let named = match (&s.name, &s.speaker, wants) {
-                    (Some(n), None, Wants::Name) => n.fact(&quote, evidence),
-                    _ => None,
-                };
+                let named = s.short_answer(wants).and_then(|n| n.fact(&quote, evidence));
                 let named = named.map_or_else(String::new, |f| {
                     let r = &f.evidence_refs[0];
                     format!(

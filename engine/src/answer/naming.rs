@@ -1,21 +1,28 @@
-//! The name that answers "who …": a span that answers a question asking for a name names
-//! someone the question does not, often by a short form (`the Rabbit`), while the story calls
-//! them more fully elsewhere in the evidence shown (`the White Rabbit`).
+//! Short answers of the kind a question asks for, where a span gives one: the name that
+//! answers "who …" and the quoted words that answer "what … said / written …".
 //!
-//! [`name_of`] reads the span's name phrases: runs of capitalised words (one space apart, none
-//! where a sentence starts, `of` between two: `Knave of Hearts`) around a mention of a story
-//! entity or a capitalised word the lexicon lacks, a possessive with the noun it owns
-//! (`Duchess's cook`), any other possessive `'s` left off. When exactly one phrase names
-//! someone the question does not (an owned noun is someone new), that is the answer's name, in
-//! its fullest form among the evidence shown: the longest phrase holding the span's words,
-//! with the `the` written before it, quoted from its passage so that the answer's words come
-//! from a quote ([`Named`]). A span with no new name, or two, gives none, and its answer stays
-//! the span; so does a script's line (its speaker answers) and Chinese text (no capitals).
+//! A span that answers a question asking for a name names someone the question does not, often
+//! by a short form (`the Rabbit`), while the story calls them more fully elsewhere in the
+//! evidence shown (`the White Rabbit`). [`name_of`] reads the span's name phrases: runs of
+//! capitalised words (one space apart, none where a sentence starts, `of` between two: `Knave
+//! of Hearts`) around a mention of a story entity or a capitalised word the lexicon lacks, a
+//! possessive with the noun it owns (`Duchess's cook`), any other possessive `'s` left off.
+//! When exactly one phrase names someone the question does not (an owned noun is someone new),
+//! that is the answer's name, in its fullest form among the evidence shown: the longest phrase
+//! holding the span's words, with the `the` written before it, quoted from its passage so that
+//! the answer's words come from a quote ([`Short`]). A span with no new name, or two, gives
+//! none, and its answer stays the span; so does a script's line (its speaker answers) and
+//! Chinese text (no capitals).
+//!
+//! [`words_of`] gives the words a span quotes (`labelled `ORANGE MARMALADE'` → `ORANGE
+//! MARMALADE`) when it holds exactly one quotation mostly of words the question lacks, closed
+//! inside the span (not in Chinese, where that lost a right answer).
 
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+use super::asks::quotations;
 use super::evidence::Evidence;
 use super::prompt::has_cjk;
 use super::schema::{EvidenceRef, Fact};
@@ -24,7 +31,7 @@ use crate::retrieval::EntityGraph;
 
 /// A name that answers the question, as the evidence writes it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Named {
+pub struct Short {
     /// The name, verbatim from its passage, with the `the` written before it
     /// (`the White Rabbit`).
     pub text: String,
@@ -32,7 +39,7 @@ pub struct Named {
     pub passage: usize,
 }
 
-impl Named {
+impl Short {
     /// The name as an answer: its first letter capitalised (`The White Rabbit`).
     pub fn answer(&self) -> String {
         let mut c = self.text.chars();
@@ -43,7 +50,7 @@ impl Named {
     }
 }
 
-impl Named {
+impl Short {
     /// The fact that grounds the name as an answer beside the span's `quote`: the name quoted
     /// from its passage of `evidence`, unless the quote already holds it.
     pub fn fact(&self, quote: &str, evidence: &[Evidence]) -> Option<Fact> {
@@ -68,7 +75,7 @@ pub fn name_of(
     question: &str,
     asked: &[u32],
     graph: &EntityGraph,
-) -> Option<Named> {
+) -> Option<Short> {
     // Chinese writes no capitals: a name the lexicon lacks is not seen, and the one name it
     // knows is often not the answer (红楼梦: 2 right answers lost, none gained).
     if has_cjk(span) {
@@ -121,7 +128,7 @@ pub fn name_of(
     let want = words(own);
     // The fullest form: the span's passage first, then the others in their order.
     let order = std::iter::once(passage).chain((0..evidence.len()).filter(|&p| p != passage));
-    let mut best: Option<(usize, Named)> = None;
+    let mut best: Option<(usize, Short)> = None;
     for p in order {
         let Some(e) = evidence.get(p) else { continue };
         let text = e.text.as_str();
@@ -152,7 +159,7 @@ pub fn name_of(
             let start = with_article(text, r.start);
             best = Some((
                 size,
-                Named {
+                Short {
                     text: text[start..r.end].to_string(),
                     passage: p,
                 },
@@ -184,6 +191,50 @@ fn capitalised_words(text: &str) -> Vec<Range<usize>> {
     }
     out
 }
+
+/// The words `span` (of passage `passage`) quotes that answer "what … said / written …": its
+/// one quotation of which at least half the words (of three or more letters, not function
+/// words) are not in `question`, verbatim, without a trailing comma or colon, when a closing
+/// mark ends it inside the span; `None` when it quotes none such, or several.
+pub fn words_of(span: &str, passage: usize, question: &str) -> Option<Short> {
+    // Chinese spans quote titles and names beside the words said (红楼梦: 1 right answer lost
+    // to “通灵宝玉”, none gained).
+    if has_cjk(span) {
+        return None;
+    }
+    let q = question.to_lowercase();
+    let start = span.as_ptr() as usize;
+    let new: Vec<&str> = quotations(span)
+        .into_iter()
+        .filter(|t| {
+            let words: Vec<String> = t
+                .split(|c: char| !c.is_alphanumeric() && c != '\'')
+                .map(str::to_lowercase)
+                .filter(|w| w.chars().count() >= 3 && !FUNCTION_WORDS.contains(&w.as_str()))
+                .collect();
+            let fresh = words.iter().filter(|w| !q.contains(w.as_str())).count();
+            !words.is_empty() && 2 * fresh >= words.len()
+        })
+        .collect();
+    // One new quotation, closed (a mark follows it inside the span); an unclosed one may be
+    // the answer cut short (`Silence!' … `Rule Forty-two.`), so it counts as a second.
+    let [one] = new.as_slice() else {
+        return None;
+    };
+    if one.as_ptr() as usize - start + one.len() >= span.len() {
+        return None;
+    }
+    let text = one.trim().trim_end_matches([',', ';', ':', '-']).trim_end();
+    (text.chars().count() <= QUOTED_CHARS && !text.is_empty()).then(|| Short {
+        text: text.to_string(),
+        passage,
+    })
+}
+
+/// The longest quoted words given as the answer, the default quote cap (`Caps::quote_chars`),
+/// so that a fact can quote them whole; a longer quotation (a song, a letter) is answered with
+/// the span.
+const QUOTED_CHARS: usize = 80;
 
 /// Is `w` a word that may be part of a name: capitalised (an upper-case first letter, a
 /// lower-case letter after it: `VERY` shouts), longer than a letter, and not a word English
@@ -360,6 +411,40 @@ mod tests {
     }
 
     #[test]
+    fn the_quoted_words_answer_what_was_written() {
+        let q = "What was written on the label of the jar?";
+        let span = "it was labelled `ORANGE MARMALADE', but to her great disappointment";
+        assert_eq!(
+            words_of(span, 2, q),
+            Some(Short {
+                text: "ORANGE MARMALADE".into(),
+                passage: 2
+            })
+        );
+        // A trailing comma is cut; a quotation of the question's own words answers nothing.
+        let span = "`Off with her head,' said the Queen; `the jar,' said Alice.";
+        let got = words_of(span, 0, q).map(|s| s.answer());
+        assert_eq!(got, Some("Off with her head".into()));
+        // Two new quotations, an unclosed one (alone or after a closed one), a long one: none.
+        assert_eq!(
+            words_of("`Two hours,' and `No more tea,' he said.", 0, q),
+            None
+        );
+        assert_eq!(
+            words_of("and she said `Curiouser and curiouser", 0, q),
+            None
+        );
+        assert_eq!(words_of("`Silence!' and read `Rule Forty-two.", 0, q), None);
+        // Chinese: none.
+        assert_eq!(
+            words_of("上面镌着“通灵宝玉”四字。", 0, "玉上刻着什么？"),
+            None
+        );
+        let long = format!("`{}' he sang.", "twinkle twinkle little bat ".repeat(4));
+        assert_eq!(words_of(&long, 0, q), None);
+    }
+
+    #[test]
     fn the_fullest_form_in_the_evidence_names_the_answer() {
         let g = graph(
             &["Alice", "Rabbit", "King", "Hearts", "Dinah"],
@@ -375,7 +460,7 @@ mod tests {
         let named = name_of(span, 0, &evidence, q, &alice, &g).unwrap();
         assert_eq!(
             named,
-            Named {
+            Short {
                 text: "the White Rabbit".into(),
                 passage: 1
             }

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::asks::{holds_phrase, plain_words};
+use super::asks::{holds_phrase, plain_words, quotations};
 pub use super::asks::{wants, Wants};
 use super::evidence::Evidence;
 pub use super::spans::spans_of;
@@ -218,10 +218,12 @@ pub struct Span {
     /// passage; the answer gives them ([`Span::answer`]), the score does not read them.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rest: String,
-    /// The name it gives, as the evidence writes it most fully, when the question asks for a
-    /// name and the span names one new one ([`super::naming`]): the answer.
+    /// The short answer it gives for the kind asked ([`super::naming`]): the name, as the
+    /// evidence writes it most fully, when the question asks who and the span names one new
+    /// person; the quoted words when it asks what was said or written and the span quotes one
+    /// new thing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<super::naming::Named>,
+    pub short: Option<super::naming::Short>,
     /// `DENSE · dense + LEXICAL · lexical + LEAD · lead + KIND · kind + PRIOR · prior`.
     pub score: f32,
 }
@@ -246,13 +248,24 @@ impl Span {
     /// The span as the answer to a question that asks for `wants`: the span with the rest of
     /// its sentence ([`Span::rest`]), after the speaker's label and an ellipsis when a name is
     /// asked for and the span lies in a speaker's line (`Antonio: … twenty consciences`); when
-    /// a name is asked for and the span gives one ([`Span::name`]), that name (`The White
-    /// Rabbit`; a further fact quotes it).
+    /// the span gives a short answer of the kind asked ([`Span::short`]), that (`The White
+    /// Rabbit`, `ORANGE MARMALADE`; a further fact quotes it when the span's quote does not).
     pub fn answer(&self, wants: Wants) -> String {
-        match (&self.speaker, &self.name, wants) {
-            (Some(who), _, Wants::Name) => format!("{who} … {}{}", self.text, self.rest),
-            (None, Some(n), Wants::Name) => n.answer(),
+        if let Some(short) = self.short_answer(wants) {
+            return short.answer();
+        }
+        match (&self.speaker, wants) {
+            (Some(who), Wants::Name) => format!("{who} … {}{}", self.text, self.rest),
             _ => format!("{}{}", self.text, self.rest),
+        }
+    }
+
+    /// The short answer the span answers with when the question asks for `wants`
+    /// ([`Span::short`]; not in a speaker's line, where the speaker answers who).
+    pub fn short_answer(&self, wants: Wants) -> Option<&super::naming::Short> {
+        match (&self.speaker, wants) {
+            (None, Wants::Name | Wants::Words) => self.short.as_ref(),
+            _ => None,
         }
     }
 }
@@ -334,52 +347,6 @@ impl Asked {
     fn asked(&self, term: &str) -> bool {
         self.terms.iter().any(|(a, _)| same_stem(a, term))
     }
-}
-
-/// The quotations in `text`: the text between an opening mark (`` ` `` `"` `“` `‘` `「` `『`)
-/// and its closing mark (`'` after a backtick, as *Alice* writes; an apostrophe inside a
-/// word, as in `don't`, does not close).
-fn quotations(text: &str) -> Vec<&str> {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let close: &[char] = match chars[i].1 {
-            '`' | '‘' => &['\'', '’'],
-            '"' => &['"'],
-            '“' => &['”'],
-            '「' => &['」'],
-            '『' => &['』'],
-            _ => {
-                i += 1;
-                continue;
-            }
-        };
-        let start = chars[i].0 + chars[i].1.len_utf8();
-        let mut j = i + 1;
-        let mut end = None;
-        while j < chars.len() {
-            let c = chars[j].1;
-            let next_letter = chars.get(j + 1).is_some_and(|&(_, n)| n.is_alphanumeric());
-            if close.contains(&c) && !(c == '\'' && next_letter) {
-                end = Some(chars[j].0);
-                break;
-            }
-            j += 1;
-        }
-        match end {
-            Some(e) => {
-                out.push(&text[start..e]);
-                i = j + 1;
-            }
-            None => {
-                // An unclosed quotation runs to the end of the span.
-                out.push(&text[start..]);
-                break;
-            }
-        }
-    }
-    out
 }
 
 /// A term cut to its stem for matching: `dropped` and `drops` match `drop`, `running` matches
@@ -506,7 +473,7 @@ pub fn candidates(
                 },
                 speaker: w.speaker,
                 rest: w.rest,
-                name: None,
+                short: None,
                 text,
                 dense: 0.0,
                 prior,

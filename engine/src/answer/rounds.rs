@@ -253,21 +253,19 @@ impl<'c> Rounds<'c> {
         reader::rank(&mut spans, &dense);
         let from = self.out.evidence.len() - r.evidence.len();
         reader::reorder(&mut self.out.evidence, &mut spans, from);
-        if asked.wants == reader::Wants::Name {
-            let g = retriever.index.graph();
-            // In a script the speaker answers "who …" ([`Span::answer`]), not a name in the line.
-            let in_line =
-                |s: &Span| s.speaker.is_some() || spans::starts_with_speaker_label(&s.text);
-            for s in spans.iter_mut().filter(|s| !in_line(s)) {
-                s.name = naming::name_of(
-                    &s.text,
-                    s.passage,
-                    &self.out.evidence,
-                    question,
-                    &asked.entities,
-                    g,
-                );
-            }
+        // Short answers: who → the name, what … said → the quoted words ([`naming`]). In a
+        // script the speaker answers "who …" ([`Span::answer`]), not a name in the line.
+        let g = retriever.index.graph();
+        let in_line = |s: &Span| s.speaker.is_some() || spans::starts_with_speaker_label(&s.text);
+        for s in spans.iter_mut() {
+            s.short = match asked.wants {
+                reader::Wants::Name if !in_line(s) => {
+                    let ev = &self.out.evidence;
+                    naming::name_of(&s.text, s.passage, ev, question, &asked.entities, g)
+                }
+                reader::Wants::Words => naming::words_of(&s.text, s.passage, question),
+                _ => None,
+            };
         }
         r.evidence = self.out.evidence[from..].to_vec();
         r.spans = spans.iter().take(8).cloned().collect();
@@ -379,10 +377,8 @@ impl<'c> Rounds<'c> {
                 fact: quote.clone(),
                 evidence_refs: vec![schema::EvidenceRef { evidence_id, quote }],
             }];
-            if wants == reader::Wants::Name && s.speaker.is_none() {
-                let named = s.name.as_ref();
-                facts.extend(named.and_then(|n| n.fact(&facts[0].fact, &self.out.evidence)));
-            }
+            let short = s.short_answer(wants);
+            facts.extend(short.and_then(|n| n.fact(&facts[0].fact, &self.out.evidence)));
             GroundedAction {
                 next_action: NextAction::AnswerDirectly,
                 supported_facts: facts,
