@@ -1,7 +1,8 @@
 // Prepended to the block GEMV kernels (q4_gemv, q4_gemv_groups, q8_gemv: `shader!(NAME,
 // gemv_common)`): their tuning constants, parameters, the bindings they share (binding 1, the
-// weights, each kernel declares in the type it reads them as) and the reduction over a row's
-// lanes. TPR threads cooperate on one output row, WG/TPR rows per workgroup.
+// weights, each kernel declares in the type it reads them as, with `fn word(i)` reading its
+// word i), where an invocation works, the 4-bit scales and the reduction over a row's lanes.
+// TPR threads cooperate on one output row, WG/TPR rows per workgroup.
 
 override WG: u32 = 64u;   // invocations per workgroup, power of two, <= 256
 override TPR: u32 = 8u;   // threads per output row, power of two, <= WG
@@ -40,4 +41,36 @@ fn row_sum(lid: u32, lane: u32, acc: vec2<f32>) -> vec2<f32> {
 // The 4-bit codes of the low 16 bits of `v` as four values.
 fn nib(v: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(v, v >> 4u, v >> 8u, v >> 12u) & vec4<u32>(15u));
+}
+
+// Where an invocation works: its output row, its lane among the row's TPR, its activation row.
+struct Slot {
+    row: u32,
+    lane: u32,
+    mi: u32,
+}
+
+// The slot of invocation `lid` of workgroup `wid` (rows over x and y, activation rows over z).
+fn slot(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> Slot {
+    let wg_linear = wid.x + wid.y * nwg.x;
+    return Slot(wg_linear * (WG / TPR) + lid / TPR, lid % TPR, wid.z);
+}
+
+// The (sc, mn) scales of 4-bit group `g` of the matrix (row * groups + group): LQ4's sub-scale
+// and min bytes, lq4h's f16 (s, m) pair.
+fn group_scales(g: u32) -> vec2<f32> {
+    if (p.kind != 0u) {
+        return unpack2x16float(word(p.sm_off + g));
+    }
+    let b = 2u * g;
+    let smw = word(p.sm_off + b / 4u) >> (8u * (b % 4u));
+    return vec2<f32>(f32(smw & 0xFFu), f32((smw >> 8u) & 0xFFu));
+}
+
+// The (d, dmin) of a 4-bit matrix's row `row`: LQ4's f32 pair, (1, 1) for lq4h.
+fn row_scales(row: u32) -> vec2<f32> {
+    if (p.kind != 0u) {
+        return vec2<f32>(1.0);
+    }
+    return vec2<f32>(bitcast<f32>(word(p.rows_off + 2u * row)), bitcast<f32>(word(p.rows_off + 2u * row + 1u)));
 }

@@ -10,51 +10,40 @@
 
 @group(0) @binding(1) var<storage, read> w: array<u32>;        // LQ4 words of W[n][k]
 
+// Word `i` of `w`.
+fn word(i: u32) -> u32 {
+    return w[i];
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let rows_per_wg = WG / TPR;
-    let wg_linear = wid.x + wid.y * nwg.x;
-    let row = wg_linear * rows_per_wg + lid / TPR;
-    let lane = lid % TPR;
-    let mi = wid.z;
+    let at = slot(wid, nwg, lid);
     let groups = p.k / 32u;
 
     var acc_q = 0.0;  // sum_g sc_g * dot(x_g, q_g)
     var acc_m = 0.0;  // sum_g mn_g * sum(x_g)
-    if (row < p.n) {
-        let qbase = row * (p.k / 8u);
-        let xbase = mi * (p.k / 4u);
+    if (at.row < p.n) {
+        let qbase = at.row * (p.k / 8u);
+        let xbase = at.mi * (p.k / 4u);
         // Lane `lane` takes words lane, lane + TPR, ...: consecutive lanes read consecutive
         // words (coalesced on GPUs, contiguous vector loads on CPU rasterisers).
-        for (var wi = lane; wi < p.k / 8u; wi += TPR) {
-            let word = w[qbase + wi];
-            var sc: vec2<f32>;
-            if (p.kind != 0u) {
-                sc = unpack2x16float(w[p.sm_off + row * groups + wi / 4u]);
-            } else {
-                let b = 2u * (row * groups + wi / 4u);
-                let smw = w[p.sm_off + b / 4u] >> (8u * (b % 4u));
-                sc = vec2<f32>(f32(smw & 0xFFu), f32((smw >> 8u) & 0xFFu));
-            }
+        for (var wi = at.lane; wi < p.k / 8u; wi += TPR) {
+            let v = w[qbase + wi];
+            let sc = group_scales(at.row * groups + wi / 4u);
             let x0 = x[xbase + 2u * wi];
             let x1 = x[xbase + 2u * wi + 1u];
             let s = x0 + x1;
-            acc_q += sc.x * (dot(nib(word), x0) + dot(nib(word >> 16u), x1));
+            acc_q += sc.x * (dot(nib(v), x0) + dot(nib(v >> 16u), x1));
             acc_m += sc.y * (s.x + s.y + s.z + s.w);
         }
     }
-    let r = row_sum(lid, lane, vec2<f32>(acc_q, acc_m));
-    if (lane == 0u && row < p.n) {
-        var d = 1.0;
-        var dmin = 1.0;
-        if (p.kind == 0u) {
-            d = bitcast<f32>(w[p.rows_off + 2u * row]);
-            dmin = bitcast<f32>(w[p.rows_off + 2u * row + 1u]);
-        }
-        out[p.out_off + mi * p.out_stride + row] = d * r.x - dmin * r.y;
+    let r = row_sum(lid, at.lane, vec2<f32>(acc_q, acc_m));
+    if (at.lane == 0u && at.row < p.n) {
+        let d = row_scales(at.row);
+        out[p.out_off + at.mi * p.out_stride + at.row] = d.x * r.x - d.y * r.y;
     }
 }

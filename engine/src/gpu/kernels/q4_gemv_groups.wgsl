@@ -27,28 +27,17 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let rows_per_wg = WG / TPR;
-    let wg_linear = wid.x + wid.y * nwg.x;
-    let row = wg_linear * rows_per_wg + lid / TPR;
-    let lane = lid % TPR;
-    let mi = wid.z;
+    let at = slot(wid, nwg, lid);
     let groups = p.k / 32u;
 
     var acc_q = 0.0;  // sum_g sc_g * dot(x_g, q_g)
     var acc_m = 0.0;  // sum_g mn_g * sum(x_g)
-    if (row < p.n) {
-        let gbase = row * groups;
-        let xbase = mi * (p.k / 4u);
-        for (var gi = lane; gi < groups; gi += TPR) {
+    if (at.row < p.n) {
+        let gbase = at.row * groups;
+        let xbase = at.mi * (p.k / 4u);
+        for (var gi = at.lane; gi < groups; gi += TPR) {
             let q = w[gbase + gi];
-            var sc: vec2<f32>;
-            if (p.kind != 0u) {
-                sc = unpack2x16float(word(p.sm_off + gbase + gi));
-            } else {
-                let b = 2u * (gbase + gi);
-                let smw = word(p.sm_off + b / 4u) >> (8u * (b % 4u));
-                sc = vec2<f32>(f32(smw & 0xFFu), f32((smw >> 8u) & 0xFFu));
-            }
+            let sc = group_scales(gbase + gi);
             let xb = xbase + 8u * gi;
             let x0 = x[xb];
             let x1 = x[xb + 1u];
@@ -64,14 +53,9 @@ fn main(
             acc_m += sc.y * (s.x + s.y + s.z + s.w);
         }
     }
-    let r = row_sum(lid, lane, vec2<f32>(acc_q, acc_m));
-    if (lane == 0u && row < p.n) {
-        var d = 1.0;
-        var dmin = 1.0;
-        if (p.kind == 0u) {
-            d = bitcast<f32>(word(p.rows_off + 2u * row));
-            dmin = bitcast<f32>(word(p.rows_off + 2u * row + 1u));
-        }
-        out[p.out_off + mi * p.out_stride + row] = d * r.x - dmin * r.y;
+    let r = row_sum(lid, at.lane, vec2<f32>(acc_q, acc_m));
+    if (at.lane == 0u && at.row < p.n) {
+        let d = row_scales(at.row);
+        out[p.out_off + at.mi * p.out_stride + at.row] = d.x * r.x - d.y * r.y;
     }
 }

@@ -13,33 +13,34 @@ fn codes(v: u32) -> vec4<f32> {
     return vec4<f32>(s >> vec4<u32>(24u));
 }
 
+// Word `i` of `w`.
+fn word(i: u32) -> u32 {
+    return w[i];
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let rows_per_wg = WG / TPR;
-    let wg_linear = wid.x + wid.y * nwg.x;
-    let row = wg_linear * rows_per_wg + lid / TPR;
-    let lane = lid % TPR;
-    let mi = wid.z;
+    let at = slot(wid, nwg, lid);
     let groups = p.k / 32u;
 
     var acc_q = 0.0;  // sum_g s_g * dot(x_g, q_g)
     var acc_m = 0.0;  // sum_g m_g * sum(x_g)
-    if (row < p.n) {
-        let qbase = row * (p.k / 4u);
-        let xbase = mi * (p.k / 4u);
-        for (var wi = lane; wi < p.k / 4u; wi += TPR) {
-            let sc = unpack2x16float(w[p.sm_off + row * groups + wi / 8u]);
+    if (at.row < p.n) {
+        let qbase = at.row * (p.k / 4u);
+        let xbase = at.mi * (p.k / 4u);
+        for (var wi = at.lane; wi < p.k / 4u; wi += TPR) {
+            let sc = unpack2x16float(word(p.sm_off + at.row * groups + wi / 8u));
             let xv = x[xbase + wi];
-            acc_q += sc.x * dot(codes(w[qbase + wi]), xv);
+            acc_q += sc.x * dot(codes(word(qbase + wi)), xv);
             acc_m += sc.y * (xv.x + xv.y + xv.z + xv.w);
         }
     }
-    let r = row_sum(lid, lane, vec2<f32>(acc_q, acc_m));
-    if (lane == 0u && row < p.n) {
-        out[p.out_off + mi * p.out_stride + row] = r.x - r.y;
+    let r = row_sum(lid, at.lane, vec2<f32>(acc_q, acc_m));
+    if (at.lane == 0u && at.row < p.n) {
+        out[p.out_off + at.mi * p.out_stride + at.row] = r.x - r.y;
     }
 }
