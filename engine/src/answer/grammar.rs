@@ -313,8 +313,8 @@ pub fn build_grammar(
             .collect();
         // A tied answer branch: its first fact opens with the citation `first_ref`, states
         // `fact`, and the final answer gives `said` after any further facts.
-        // `named` is a second fact forced after the first (the name the answer gives, quoted
-        // from its passage: [`super::naming::Short::fact`]), or empty.
+        // `named` is a second fact forced after the first (the short answer's words quoted from
+        // their passage: [`super::naming::Short::fact`]), or empty.
         let tied_branch = |name: &str, first_ref: &str, fact: &str, named: &str, said: &str| {
             let more = facts_more.saturating_sub(usize::from(!named.is_empty()));
             format!(
@@ -338,17 +338,18 @@ pub fn build_grammar(
             let alts: Vec<String> = (0..choices.len()).map(|j| format!("answer_s{j}")).collect();
             g += &format!("answer: {}\n", alts.join(" | "));
             let wants = super::reader::wants(question);
+            // A citation of `quote` in passage `id`, as fixed text.
+            let cite = |id: &str, quote: &str| {
+                format!(
+                    "{} {} {}",
+                    q(&format!("{{\"evidence_id\":\"{id}\",\"quote\":\"")),
+                    q(quote),
+                    q("\"}"),
+                )
+            };
             for (j, s) in choices.iter().enumerate() {
                 let quote = super::reader::quote_of(&s.text, question, caps.quote_chars);
-                let first_ref = format!(
-                    "{} {} {}",
-                    q(&format!(
-                        "{{\"evidence_id\":\"{}\",\"quote\":\"",
-                        evidence[s.passage].id
-                    )),
-                    q(&quote),
-                    q("\"}"),
-                );
+                let first_ref = cite(&evidence[s.passage].id, &quote);
                 // The final answer as the extractive protocol writes it ([`Span::answer`]: a
                 // script's speaker before the span when the question asks who).
                 let answer = s.answer(wants);
@@ -357,12 +358,9 @@ pub fn build_grammar(
                     let r = &f.evidence_refs[0];
                     format!(
                         "{} {} {} {} {}",
-                        q(&format!(
-                            ",{{\"evidence_refs\":[{{\"evidence_id\":\"{}\",\"quote\":\"",
-                            r.evidence_id
-                        )),
-                        q(&r.quote),
-                        q("\"}],\"fact\":\""),
+                        q(",{\"evidence_refs\":["),
+                        cite(&r.evidence_id, &r.quote),
+                        q("],\"fact\":\""),
                         q(&f.fact),
                         q("\"}"),
                     )

@@ -29,18 +29,18 @@ use super::schema::{EvidenceRef, Fact};
 use super::validate::{FUNCTION_WORDS, NOT_NAMES};
 use crate::retrieval::EntityGraph;
 
-/// A name that answers the question, as the evidence writes it.
+/// A short answer (a name, or quoted words), as the evidence writes it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Short {
-    /// The name, verbatim from its passage, with the `the` written before it
-    /// (`the White Rabbit`).
+    /// Its words, verbatim from its passage (a name with the `the` written before it: `the
+    /// White Rabbit`).
     pub text: String,
     /// Index of that passage in the evidence shown.
     pub passage: usize,
 }
 
 impl Short {
-    /// The name as an answer: its first letter capitalised (`The White Rabbit`).
+    /// The answer: the words with their first letter capitalised (`The White Rabbit`).
     pub fn answer(&self) -> String {
         let mut c = self.text.chars();
         match c.next() {
@@ -48,11 +48,9 @@ impl Short {
             None => String::new(),
         }
     }
-}
 
-impl Short {
-    /// The fact that grounds the name as an answer beside the span's `quote`: the name quoted
-    /// from its passage of `evidence`, unless the quote already holds it.
+    /// The fact that grounds the short answer beside the span's `quote`: its words quoted
+    /// from its passage of `evidence`, unless the quote already holds them.
     pub fn fact(&self, quote: &str, evidence: &[Evidence]) -> Option<Fact> {
         let e = evidence.get(self.passage)?;
         (!quote.contains(&self.text)).then(|| Fact {
@@ -90,12 +88,6 @@ pub fn name_of(
         .chain(capitalised_words(span));
     let mut new: Vec<(Range<usize>, Vec<u32>)> = Vec::new();
     for at in starts {
-        if new
-            .iter()
-            .any(|(p, _)| p.start <= at.start && at.end <= p.end)
-        {
-            continue;
-        }
         let phrase = phrase_at(span, at);
         if new
             .iter()
