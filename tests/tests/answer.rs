@@ -607,6 +607,25 @@ fn pipeline_on_smollm2() {
         a.facts
     );
     assert_eq!(a.facts[1].refs[0].quote, "White Rabbit");
+    // A question that asks for a kind of answer the best span does not give abstains, and
+    // shows the best passages: no count in this story, no name of Alice's sister.
+    for (q, kind) in [
+        ("How many sisters did Alice have?", "number"),
+        ("What is the name of Alice's sister?", "name"),
+    ] {
+        let a = pollster::block_on(ask(
+            Llm::new(&b, &mut model, &tok, Some(&vocab)),
+            &retriever,
+            q,
+            &ecfg,
+            |_| true,
+        ))
+        .expect("ask by kind");
+        let why = a.abstain_reason.clone().unwrap_or_default();
+        assert_eq!(a.final_action, NextAction::Abstain, "{q}: {:?}", a.answer);
+        assert!(why.contains(kind), "{q}: {why}");
+        assert!(!a.snippets.is_empty(), "{q}");
+    }
     // The refiner and ReAct protocols over the same index, under their grammars.
     for mode in [Mode::Refiner, Mode::React] {
         let mcfg = AskConfig {

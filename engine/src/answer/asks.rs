@@ -169,6 +169,22 @@ pub fn wants(question: &str) -> Wants {
     }
 }
 
+/// English words by which a question asks for a name as such ("what is the name of …", "what
+/// is the Hatter's real name?"), not only for someone ("who …").
+const NAME_WORDS: &[&str] = &["name", "named", "names", "surname"];
+/// English words that ask for someone rather than a name as such.
+const WHO_ASKS: &[&str] = &["who", "whom"];
+
+/// Does the English `question` ask for a name as such ([`NAME_WORDS`], and not "who …": "Who
+/// tells Hamlet … a land worth nothing except its name?" asks for someone)? Its answer must be
+/// a name the evidence gives: the reader abstains when the best span gives none
+/// ([`super::reader::kind_shortfall`]).
+pub fn names_asked(question: &str) -> bool {
+    !super::prompt::has_cjk(question)
+        && holds_phrase(question, NAME_WORDS, &[])
+        && !holds_phrase(question, WHO_ASKS, &[])
+}
+
 /// Does `question` ask "which …" or "what …" of someone ([`WHO_NOUNS`]), a few words
 /// ([`WHO_BETWEEN`]) allowed between?
 fn asks_which_one(question: &str) -> bool {

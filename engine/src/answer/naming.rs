@@ -74,18 +74,53 @@ pub fn name_of(
     asked: &[u32],
     graph: &EntityGraph,
 ) -> Option<Short> {
+    name_from(span, passage, evidence, question, asked, graph, false)
+}
+
+/// [`name_of`] for a span in a script's speech, read when a question asks for a name as such
+/// ("What is the name of Prospero's brother?" → `Antonio`): only the story's entities count
+/// (verse capitalises every line's first word: `thy father Was Duke of Milan`), and not the
+/// speaker's label the span may open with.
+pub fn name_in_line(
+    span: &str,
+    passage: usize,
+    evidence: &[Evidence],
+    question: &str,
+    asked: &[u32],
+    graph: &EntityGraph,
+) -> Option<Short> {
+    name_from(span, passage, evidence, question, asked, graph, true)
+}
+
+/// [`name_of`], or [`name_in_line`] when `in_line`.
+fn name_from(
+    span: &str,
+    passage: usize,
+    evidence: &[Evidence],
+    question: &str,
+    asked: &[u32],
+    graph: &EntityGraph,
+    in_line: bool,
+) -> Option<Short> {
     // Chinese writes no capitals: a name the lexicon lacks is not seen, and the one name it
     // knows is often not the answer (红楼梦: 2 right answers lost, none gained).
     if has_cjk(span) {
         return None;
     }
-    let mentions = graph.text_mentions(span);
+    let label = match span.find(':') {
+        Some(colon) if in_line && super::spans::starts_with_speaker_label(span) => colon + 1,
+        _ => 0,
+    };
+    let mut mentions = graph.text_mentions(span);
+    mentions.retain(|(_, at)| at.start >= label);
     // Name phrases around the story's entities, and around capitalised words the lexicon
     // lacks (`a Mouse swam in it`: a span naming someone the lexicon does not know names two).
-    let starts = mentions
-        .iter()
-        .map(|(_, at)| at.clone())
-        .chain(capitalised_words(span));
+    let lacked = if in_line {
+        Vec::new()
+    } else {
+        capitalised_words(span)
+    };
+    let starts = mentions.iter().map(|(_, at)| at.clone()).chain(lacked);
     let mut new: Vec<(Range<usize>, Vec<u32>)> = Vec::new();
     for at in starts {
         let phrase = phrase_at(span, at);
@@ -223,6 +258,31 @@ pub fn words_of(span: &str, passage: usize, question: &str) -> Option<Short> {
     })
 }
 
+/// The name `span` (of passage `passage`) quotes, for a question that asks for a name as such
+/// (`a bright brass plate with the name `W. RABBIT' engraved upon it`): its one quotation closed
+/// inside it, of one to five words, each capitalised; `None` otherwise.
+pub fn quoted_name(span: &str, passage: usize) -> Option<Short> {
+    if has_cjk(span) {
+        return None;
+    }
+    let start = span.as_ptr() as usize;
+    let quoted = quotations(span);
+    let [one] = quoted.as_slice() else {
+        return None;
+    };
+    let closed = one.as_ptr() as usize - start + one.len() < span.len();
+    let text = one.trim().trim_end_matches([',', ';', ':', '.', '!', '?']);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let named = (1..=5).contains(&words.len())
+        && words
+            .iter()
+            .all(|w| w.chars().next().is_some_and(char::is_uppercase));
+    (closed && named).then(|| Short {
+        text: text.to_string(),
+        passage,
+    })
+}
+
 /// The longest quoted words given as the answer, the default quote cap (`Caps::quote_chars`),
 /// so that a fact can quote them whole; a longer quotation (a song, a letter) is answered with
 /// the span.
@@ -239,6 +299,15 @@ fn name_word(w: &str) -> bool {
         && w.chars().any(char::is_lowercase)
         && !NOT_NAMES.contains(&bare)
         && !STAGE_WORDS.contains(&w)
+        && !function_word(bare)
+}
+
+/// Is `w` a function word ([`FUNCTION_WORDS`]) capitalised where no sentence starts, as verse
+/// begins its lines (`thy father Was Duke of Milan`)? A number word is not one: it names
+/// *Alice*'s gardeners (`Two`, `Five`, `Seven`).
+fn function_word(w: &str) -> bool {
+    let lower = w.to_lowercase();
+    lower != "two" && FUNCTION_WORDS.contains(&lower.as_str())
 }
 
 /// A script's stage directions, capitalised before the names they move (`Exit Messenger`).
@@ -471,7 +540,7 @@ mod tests {
             Some("the King of Hearts".into())
         );
         assert_eq!(phrase_at("Then King said", 5..9), 5..9);
-        for w in ["I've", "O", "VERY", "Enter", "The"] {
+        for w in ["I've", "O", "VERY", "Enter", "The", "Was", "Be"] {
             assert!(!name_word(w), "{w}");
         }
         // Two new names: none is the answer.
@@ -511,5 +580,56 @@ mod tests {
         let evidence = [ev("宝玉听了，便走来。"), ev("却说贾宝玉回至房中。")];
         let n = name_of(&evidence[0].text, 0, &evidence, "谁走来？", &[], &g);
         assert_eq!(n, None);
+    }
+
+    #[test]
+    fn a_name_asked_for_is_read_in_a_line_and_in_quotation_marks() {
+        let g = graph(&["Prospero", "Antonio", "Milan"], &[]);
+        let prospero = [id(&g, "Prospero")];
+        let q = "What is the name of Prospero's brother?";
+        // In a speech: the entity the question lacks, not the speaker's label nor a verse
+        // line's capital.
+        let line =
+            "Prospero: My brother, and thy uncle, call'd Antonio-- that a brother should Be so";
+        let evidence = [ev(line)];
+        let n = name_in_line(line, 0, &evidence, q, &prospero, &g);
+        assert_eq!(n.map(|n| n.answer()), Some("Antonio".into()));
+        let line = "Antonio: thy father Was Duke of Milan";
+        let evidence = [ev(line)];
+        assert_eq!(
+            name_in_line(line, 0, &evidence, q, &prospero, &g).map(|n| n.text),
+            Some("Duke of Milan".into())
+        );
+        // Outside a line the label is a name too: two names, none given.
+        assert_eq!(name_of(line, 0, &evidence, q, &prospero, &g), None);
+        assert_eq!(
+            name_in_line(
+                "Antonio: a brother should be so",
+                0,
+                &evidence,
+                q,
+                &prospero,
+                &g
+            ),
+            None
+        );
+        // A quoted name: one closed quotation of capitalised words.
+        let plate = "a bright brass plate with the name `W. RABBIT' engraved upon it.";
+        assert_eq!(
+            quoted_name(plate, 3),
+            Some(Short {
+                text: "W. RABBIT".into(),
+                passage: 3
+            })
+        );
+        for none in [
+            "`Oh, I've had such a curious dream!' said Alice,",
+            "the name `W. RABBIT' and `Bill' here.",
+            "the name `W. RABBIT",
+            "`One Two Three Four Five Six' he said.",
+            "上面写着“通灵宝玉”四字。",
+        ] {
+            assert_eq!(quoted_name(none, 0), None, "{none}");
+        }
     }
 }

@@ -116,6 +116,8 @@ fn questions_ask_for_kinds_and_spans_fit_them() {
     assert!(!words.fits("`the label, say,' she read", g));
     let num = Asked::new("How many legs?", &bm, g);
     assert!(num.fits("it had forty-two legs", g) && num.fits("4 legs", g));
+    assert!(num.fits("About sixteen police officers", g) && !num.fits("a teen", g));
+    assert!(!num.fits("One could not find one like her, once", g));
     assert!(num.fits("他有三个丫头", g) && !num.fits("no legs at all", g));
     let why = Asked::new("Why did she cry?", &bm, g);
     assert!(why.fits("because the door was shut", g) && !why.fits("the door was shut", g));
@@ -414,4 +416,52 @@ fn abstains_when_the_best_span_is_not_close_enough_to_the_question() {
     // A config written before the cosine floor existed reads with the default.
     let old: ReaderConfig = serde_json::from_str(r#"{"choices": 1, "floor": {}}"#).expect("config");
     assert_eq!(old.cosine_floor, default_cosine_floor());
+}
+
+#[test]
+fn abstains_when_the_best_span_lacks_the_kind_of_answer_asked_for() {
+    use super::super::asks::names_asked;
+    use super::super::naming::Short;
+    // A name as such is asked for by its word, in English, and not by "who …".
+    assert!(names_asked("What is the name of Alice's sister?"));
+    assert!(names_asked("What is the Hatter's real name?"));
+    assert!(names_asked("What is Alice's surname?"));
+    assert!(!names_asked(
+        "Who tells Hamlet of a land worth nothing except its name?"
+    ));
+    assert!(!names_asked("Who did Alice follow?"));
+    assert!(!names_asked("宝玉的丫头叫什么名字？"));
+    assert!(!names_asked("What did the Hatter say?"));
+
+    let q = "How many legs does the Caterpillar have?";
+    let mut best = Span::of(0, "it was exactly three inches high");
+    best.kind = 1.0;
+    assert_eq!(kind_shortfall(q, Wants::Number, Some(&best)), None);
+    best.kind = 0.0;
+    best.text = "said the Caterpillar angrily".into();
+    let why = kind_shortfall(q, Wants::Number, Some(&best)).expect("abstains");
+    assert!(why.contains("number"), "{why}");
+    assert_eq!(kind_shortfall(q, Wants::Number, None), None);
+
+    let q = "What is the name of Alice's sister?";
+    let mut best = Span::of(0, "said Alice, and she told her sister,");
+    best.kind = NAME_FIT;
+    let why = kind_shortfall(q, Wants::Name, Some(&best)).expect("abstains");
+    assert!(why.contains("name"), "{why}");
+    best.short = Some(Short {
+        text: "Dinah".into(),
+        passage: 0,
+    });
+    assert_eq!(kind_shortfall(q, Wants::Name, Some(&best)), None);
+    // "Who …" is answered by a span that names someone without a short answer (a speaker).
+    best.short = None;
+    assert_eq!(
+        kind_shortfall("Who ran past her?", Wants::Name, Some(&best)),
+        None
+    );
+    // Other kinds are not checked here.
+    assert_eq!(
+        kind_shortfall("Why did she cry?", Wants::Reason, Some(&best)),
+        None
+    );
 }

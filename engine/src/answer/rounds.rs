@@ -16,6 +16,7 @@
 
 use std::ops::ControlFlow;
 
+use super::asks;
 use super::evidence::{self, Shortfall};
 use super::generation::{Llm, Spent};
 use super::grammar::{self, Closers};
@@ -256,12 +257,25 @@ impl<'c> Rounds<'c> {
         // Short answers: who → the name, what … said → the quoted words ([`naming`]). In a
         // script the speaker answers "who …" ([`Span::answer`]), not a name in the line.
         let g = retriever.index.graph();
+        // A question that asks for a name as such is answered by the name in the line too,
+        // or by a quoted name (`the name `W. RABBIT' engraved upon it`).
+        let names = asks::names_asked(question);
         let in_line = |s: &Span| s.speaker.is_some() || spans::starts_with_speaker_label(&s.text);
         for s in spans.iter_mut() {
             s.short = match asked.wants {
-                reader::Wants::Name if !in_line(s) => {
+                reader::Wants::Name if names || !in_line(s) => {
                     let ev = &self.out.evidence;
-                    naming::name_of(&s.text, s.passage, ev, question, &asked.entities, g)
+                    let (text, e) = (&s.text, &asked.entities);
+                    let named = if in_line(s) {
+                        naming::name_in_line(text, s.passage, ev, question, e, g)
+                    } else {
+                        naming::name_of(text, s.passage, ev, question, e, g)
+                    };
+                    named.or_else(|| {
+                        names
+                            .then(|| naming::quoted_name(text, s.passage))
+                            .flatten()
+                    })
                 }
                 reader::Wants::Words => naming::words_of(&s.text, s.passage, question),
                 _ => None,
@@ -288,6 +302,7 @@ impl<'c> Rounds<'c> {
                     .get(&reader::cosine_key(kind, question))
                     .copied(),
             )
+            .or_else(|| reader::kind_shortfall(question, asked.wants, self.spans.first()))
         } else {
             None
         };

@@ -168,16 +168,23 @@ pub(crate) const NOT_NAMES: &[&str] = &[
     "Its", "One", "Once",
 ];
 
-/// The key terms of a fact: capitalised names and numbers (English) and relation words.
+/// The key terms of a fact: capitalised names, initials (`W. RABBIT`) and numbers (English)
+/// and relation words.
 pub fn key_terms(fact: &str) -> Vec<String> {
     let mut terms = Vec::new();
+    let mut rest = fact;
     for w in fact.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-')) {
+        // What follows the word: an initial is a lone capital and a full stop.
+        let after = rest.find(w).map_or("", |i| &rest[i + w.len()..]);
+        rest = after;
         let w = w.trim_matches(|c| c == '\'' || c == '-');
         if w.is_empty() || !w.is_ascii() {
             continue;
         }
         let first = w.chars().next().unwrap_or(' ');
-        let is_name = first.is_ascii_uppercase() && !NOT_NAMES.contains(&w) && w.len() > 1;
+        let initial = w.len() == 1 && after.starts_with(". ");
+        let is_name =
+            first.is_ascii_uppercase() && !NOT_NAMES.contains(&w) && (w.len() > 1 || initial);
         let is_number = w.chars().all(|c| c.is_ascii_digit());
         let is_relation = RELATIONS.contains(&w.to_lowercase().as_str());
         if (is_name || is_number || is_relation) && !terms.iter().any(|t: &String| t == w) {
@@ -678,6 +685,9 @@ mod tests {
         );
         assert_eq!(key_terms("The Queen said so."), vec!["Queen"]);
         assert!(key_terms("she ran away").is_empty());
+        // An initial is a name's term; a lone capital that is no initial is not.
+        assert_eq!(key_terms("the name `W. RABBIT' on it"), vec!["W", "RABBIT"]);
+        assert_eq!(key_terms("O Mouse, do you know"), vec!["Mouse"]);
     }
 
     #[test]
