@@ -28,9 +28,11 @@ pub(crate) struct Window {
     pub speaker: Option<String>,
     /// The words that finish the span's sentence when the span stops on an open mark (a
     /// comma, colon, semicolon or dash: `The executioner's argument was,`), verbatim from
-    /// where the span ends, so that the span and its rest are one substring of `text`; empty
-    /// when the span closes its sentence, or when the sentence does not end within the
-    /// window's `finish` characters or before the next speaker's label ([`windows`]).
+    /// where the span ends, so that the span and its rest are one substring of `text`: up to
+    /// the sentence's end when it comes within the window's `finish` characters, else its
+    /// whole clauses that fit (`… solid glass;` → ` there was nothing on it except a tiny
+    /// golden key,`), never past the next speaker's label ([`windows`]); empty when the span
+    /// closes its sentence or no clause fits.
     pub rest: String,
 }
 
@@ -81,10 +83,17 @@ pub(crate) fn windows(text: &str, max: usize, min: usize, finish: usize) -> Vec<
                 units[i].0 + (text[units[i].0..].len() - text[units[i].0..].trim_start().len());
             let end = start + span.len();
             let rest = if opens_onto_more(span) {
-                (j + 1..units.len())
+                // The sentence's end when it fits, else as many of its clauses as fit (a
+                // whole clause: a run of a long one ends on no mark).
+                let fits: Vec<usize> = (j + 1..units.len())
                     .take_while(|&k| !label[k] && len(start, units[k].1) <= finish)
-                    .find(|&k| ends_sentence(&text[units[k].0..units[k].1]))
-                    .map_or("", |k| text[end..units[k].1].trim_end())
+                    .collect();
+                let clause = |k: &usize| clause_end(&text[units[*k].0..units[*k].1]);
+                let whole = |k: &usize| ends_sentence(&text[units[*k].0..units[*k].1]);
+                fits.iter()
+                    .position(whole)
+                    .map_or_else(|| fits.iter().rev().find(|k| clause(k)), |p| fits.get(p))
+                    .map_or("", |&k| text[end..units[k].1].trim_end())
             } else {
                 ""
             };
@@ -116,6 +125,11 @@ const CLOSING: &str = "'\"’”)]」』）`";
 fn opens_onto_more(span: &str) -> bool {
     span.trim_end_matches(|c: char| CLOSING.contains(c))
         .ends_with([',', ':', ';', '—', '-', '–', '，', '：', '；', '、'])
+}
+
+/// Does the clause `unit` end on a clause's mark (a sentence's, or an open one)?
+fn clause_end(unit: &str) -> bool {
+    ends_sentence(unit) || opens_onto_more(unit)
 }
 
 /// Does the clause `unit` end a sentence (a full stop, `!`, `?` or `;`, before any closing
@@ -288,13 +302,20 @@ mod tests {
                 "{v:?}"
             );
         }
-        // When the sentence does not end within the finish, nothing is added.
-        let short = windows(t, 40, 5, 100);
-        let arg = short
-            .iter()
-            .find(|v| v.text == "The executioner's argument was,")
-            .expect("the span");
-        assert_eq!(arg.rest, "");
+        // When the sentence does not end within the finish, its whole clauses that fit are
+        // added (not a run of words cut from a long clause), or nothing when none fits.
+        let rest_at = |finish: usize| {
+            windows(t, 40, 5, finish)
+                .into_iter()
+                .find(|v| v.text == "The executioner's argument was,")
+                .expect("the span")
+                .rest
+        };
+        assert_eq!(
+            rest_at(120),
+            " that you couldn't cut off a head unless there was a body to cut it off from:"
+        );
+        assert_eq!(rest_at(100), "");
         // The rest never runs into the next speaker's line.
         let play = "Gonzalo: Had I plantation of this isle, my lord, Antonio: He'd sow't with \
                     nettle-seed.";
