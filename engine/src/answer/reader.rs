@@ -192,7 +192,8 @@ pub fn kind_shortfall(question: &str, wants: Wants, best: Option<&Span>) -> Opti
     }
     if wants == Wants::Name && super::asks::names_asked(question) && best.short.is_none() {
         return Some(
-            "the question asks for a name and the best span gives none it does not".to_string(),
+            "the question asks for a name and the best span gives none the question lacks"
+                .to_string(),
         );
     }
     None
