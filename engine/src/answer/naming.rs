@@ -66,34 +66,12 @@ impl Short {
 /// The name `span` (a span of passage `passage` of `evidence`) gives beyond those `question`
 /// gives (`asked`: the entities it names): `None` unless exactly one of its name phrases is
 /// new (module docs).
-pub fn name_of(
-    span: &str,
-    passage: usize,
-    evidence: &[Evidence],
-    question: &str,
-    asked: &[u32],
-    graph: &EntityGraph,
-) -> Option<Short> {
-    name_from(span, passage, evidence, question, asked, graph, false)
-}
-
-/// [`name_of`] for a span in a script's speech, read when a question asks for a name as such
+///
+/// `in_line`: the span lies in a script's speech, read when a question asks for a name as such
 /// ("What is the name of Prospero's brother?" → `Antonio`): only the story's entities count
 /// (verse capitalises every line's first word: `thy father Was Duke of Milan`), and not the
 /// speaker's label the span may open with.
-pub fn name_in_line(
-    span: &str,
-    passage: usize,
-    evidence: &[Evidence],
-    question: &str,
-    asked: &[u32],
-    graph: &EntityGraph,
-) -> Option<Short> {
-    name_from(span, passage, evidence, question, asked, graph, true)
-}
-
-/// [`name_of`], or [`name_in_line`] when `in_line`.
-fn name_from(
+pub fn name_of(
     span: &str,
     passage: usize,
     evidence: &[Evidence],
@@ -518,7 +496,7 @@ mod tests {
         ];
         let span = evidence[0].text.as_str();
         let q = "Who did Alice follow down the rabbit hole?";
-        let named = name_of(span, 0, &evidence, q, &alice, &g).unwrap();
+        let named = name_of(span, 0, &evidence, q, &alice, &g, false).unwrap();
         assert_eq!(
             named,
             Short {
@@ -536,7 +514,7 @@ mod tests {
         let q = "Whose was it?";
         let span = "It was the King of Hearts's.";
         assert_eq!(
-            name_of(span, 0, &evidence, q, &rabbit_asked, &g).map(|n| n.text),
+            name_of(span, 0, &evidence, q, &rabbit_asked, &g, false).map(|n| n.text),
             Some("the King of Hearts".into())
         );
         assert_eq!(phrase_at("Then King said", 5..9), 5..9);
@@ -545,11 +523,22 @@ mod tests {
         }
         // Two new names: none is the answer.
         let span = "Then King said no, said Dinah.";
-        assert_eq!(name_of(span, 0, &evidence, q, &rabbit_asked, &g), None);
+        assert_eq!(
+            name_of(span, 0, &evidence, q, &rabbit_asked, &g, false),
+            None
+        );
         // The question's own names answer nothing.
         let asked = [id(&g, "King"), id(&g, "Hearts")];
         assert_eq!(
-            name_of("It was the King of Hearts's.", 0, &evidence, q, &asked, &g),
+            name_of(
+                "It was the King of Hearts's.",
+                0,
+                &evidence,
+                q,
+                &asked,
+                &g,
+                false
+            ),
             None
         );
         // A possessive owns its noun, and the owner may be the question's: the span then names
@@ -561,10 +550,13 @@ mod tests {
         let asked = [id(&duchess, "Duchess")];
         let span = evidence[0].text.as_str();
         let q = "Which character from the Duchess's kitchen is a witness?";
-        assert_eq!(name_of(span, 0, &evidence, q, &asked, &duchess), None);
+        assert_eq!(
+            name_of(span, 0, &evidence, q, &asked, &duchess, false),
+            None
+        );
         let span = "The next witness was the Duchess's cook.";
         assert_eq!(
-            name_of(span, 0, &evidence, q, &asked, &duchess).map(|n| n.answer()),
+            name_of(span, 0, &evidence, q, &asked, &duchess, false).map(|n| n.answer()),
             Some("The Duchess's cook".into())
         );
         // A capitalised word the lexicon lacks names someone too.
@@ -573,12 +565,12 @@ mod tests {
         )];
         let span = evidence[0].text.as_str();
         let (q, q2) = ("Who swam in the pool?", "Who swam in Alice's pool?");
-        assert_eq!(name_of(span, 0, &evidence, q, &[], &g), None);
-        let n = name_of(span, 0, &evidence, q2, &alice, &g);
+        assert_eq!(name_of(span, 0, &evidence, q, &[], &g, false), None);
+        let n = name_of(span, 0, &evidence, q2, &alice, &g, false);
         assert_eq!(n.map(|n| n.answer()), Some("Mouse".into()));
         // Chinese: no name (the lexicon's are not enough to tell the new one).
         let evidence = [ev("宝玉听了，便走来。"), ev("却说贾宝玉回至房中。")];
-        let n = name_of(&evidence[0].text, 0, &evidence, "谁走来？", &[], &g);
+        let n = name_of(&evidence[0].text, 0, &evidence, "谁走来？", &[], &g, false);
         assert_eq!(n, None);
     }
 
@@ -592,24 +584,25 @@ mod tests {
         let line =
             "Prospero: My brother, and thy uncle, call'd Antonio-- that a brother should Be so";
         let evidence = [ev(line)];
-        let n = name_in_line(line, 0, &evidence, q, &prospero, &g);
+        let n = name_of(line, 0, &evidence, q, &prospero, &g, true);
         assert_eq!(n.map(|n| n.answer()), Some("Antonio".into()));
         let line = "Antonio: thy father Was Duke of Milan";
         let evidence = [ev(line)];
         assert_eq!(
-            name_in_line(line, 0, &evidence, q, &prospero, &g).map(|n| n.text),
+            name_of(line, 0, &evidence, q, &prospero, &g, true).map(|n| n.text),
             Some("Duke of Milan".into())
         );
         // Outside a line the label is a name too: two names, none given.
-        assert_eq!(name_of(line, 0, &evidence, q, &prospero, &g), None);
+        assert_eq!(name_of(line, 0, &evidence, q, &prospero, &g, false), None);
         assert_eq!(
-            name_in_line(
+            name_of(
                 "Antonio: a brother should be so",
                 0,
                 &evidence,
                 q,
                 &prospero,
-                &g
+                &g,
+                true
             ),
             None
         );

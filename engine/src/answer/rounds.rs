@@ -266,11 +266,7 @@ impl<'c> Rounds<'c> {
                 reader::Wants::Name if names || !in_line(s) => {
                     let ev = &self.out.evidence;
                     let (text, e) = (&s.text, &asked.entities);
-                    let named = if in_line(s) {
-                        naming::name_in_line(text, s.passage, ev, question, e, g)
-                    } else {
-                        naming::name_of(text, s.passage, ev, question, e, g)
-                    };
+                    let named = naming::name_of(text, s.passage, ev, question, e, g, in_line(s));
                     named.or_else(|| {
                         names
                             .then(|| naming::quoted_name(text, s.passage))
