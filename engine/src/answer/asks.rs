@@ -180,9 +180,7 @@ const WHO_ASKS: &[&str] = &["who", "whom"];
 /// a name the evidence gives: the reader abstains when the best span gives none
 /// ([`super::reader::kind_shortfall`]).
 pub fn names_asked(question: &str) -> bool {
-    !super::prompt::has_cjk(question)
-        && holds_phrase(question, NAME_WORDS, &[])
-        && !holds_phrase(question, WHO_ASKS, &[])
+    holds_phrase(question, NAME_WORDS, &[]) && !holds_phrase(question, WHO_ASKS, &[])
 }
 
 /// Does `question` ask "which …" or "what …" of someone ([`WHO_NOUNS`]), a few words

@@ -208,7 +208,6 @@ pub fn words_of(span: &str, passage: usize, question: &str) -> Option<Short> {
         return None;
     }
     let q = question.to_lowercase();
-    let start = span.as_ptr() as usize;
     let new: Vec<&str> = quotations(span)
         .into_iter()
         .filter(|t| {
@@ -226,7 +225,7 @@ pub fn words_of(span: &str, passage: usize, question: &str) -> Option<Short> {
     let [one] = new.as_slice() else {
         return None;
     };
-    if one.as_ptr() as usize - start + one.len() >= span.len() {
+    if !closed_in(span, one) {
         return None;
     }
     let text = one.trim().trim_end_matches([',', ';', ':', '-']).trim_end();
@@ -243,22 +242,26 @@ pub fn quoted_name(span: &str, passage: usize) -> Option<Short> {
     if has_cjk(span) {
         return None;
     }
-    let start = span.as_ptr() as usize;
     let quoted = quotations(span);
     let [one] = quoted.as_slice() else {
         return None;
     };
-    let closed = one.as_ptr() as usize - start + one.len() < span.len();
     let text = one.trim().trim_end_matches([',', ';', ':', '.', '!', '?']);
     let words: Vec<&str> = text.split_whitespace().collect();
     let named = (1..=5).contains(&words.len())
         && words
             .iter()
             .all(|w| w.chars().next().is_some_and(char::is_uppercase));
-    (closed && named).then(|| Short {
+    (closed_in(span, one) && named).then(|| Short {
         text: text.to_string(),
         passage,
     })
+}
+
+/// Does a closing mark end `quote` (one of [`quotations`] of `span`) inside `span`? An
+/// unclosed quotation runs to the span's end.
+fn closed_in(span: &str, quote: &str) -> bool {
+    quote.as_ptr() as usize - span.as_ptr() as usize + quote.len() < span.len()
 }
 
 /// The longest quoted words given as the answer, the default quote cap (`Caps::quote_chars`),

@@ -243,9 +243,10 @@ pub struct Span {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rest: String,
     /// The short answer it gives for the kind asked ([`super::naming`]): the name, as the
-    /// evidence writes it most fully, when the question asks who and the span names one new
-    /// person; the quoted words when it asks what was said or written and the span quotes one
-    /// new thing.
+    /// evidence writes it most fully, when the question asks for a name and the span names one
+    /// new person (in a speaker's line, or between quotation marks, only when it asks for a
+    /// name as such); the quoted words when it asks what was said or written and the span
+    /// quotes one new thing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub short: Option<super::naming::Short>,
     /// `DENSE · dense + LEXICAL · lexical + LEAD · lead + KIND · kind + PRIOR · prior`.

@@ -88,11 +88,10 @@ pub(crate) fn windows(text: &str, max: usize, min: usize, finish: usize) -> Vec<
                 let fits: Vec<usize> = (j + 1..units.len())
                     .take_while(|&k| !label[k] && len(start, units[k].1) <= finish)
                     .collect();
-                let clause = |k: &usize| clause_end(&text[units[*k].0..units[*k].1]);
-                let whole = |k: &usize| ends_sentence(&text[units[*k].0..units[*k].1]);
+                let unit = |k: &&usize| &text[units[**k].0..units[**k].1];
                 fits.iter()
-                    .position(whole)
-                    .map_or_else(|| fits.iter().rev().find(|k| clause(k)), |p| fits.get(p))
+                    .find(|k| ends_sentence(unit(k)))
+                    .or_else(|| fits.iter().rev().find(|k| clause_end(unit(k))))
                     .map_or("", |&k| text[end..units[k].1].trim_end())
             } else {
                 ""
