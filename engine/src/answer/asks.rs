@@ -257,3 +257,137 @@ pub(super) fn quotations(text: &str) -> Vec<&str> {
     }
     out
 }
+
+/// Determiners and possessives that may open the noun phrase after "the name of".
+const FOCUS_SKIP: &[&str] = &[
+    "the", "a", "an", "this", "that", "his", "her", "their", "its",
+];
+/// Words that end the noun phrase after "the name of" (`the captain of the pirate ship`, `the
+/// town or village where …`, `the steamer that took …`).
+const FOCUS_END: &[&str] = &[
+    "of", "in", "on", "at", "to", "for", "by", "with", "from", "into", "upon", "about", "as", "or",
+    "and", "that", "who", "whom", "which", "where", "when", "whose", "the", "a", "an", "his",
+    "her", "their", "is", "was", "were", "did", "does", "do",
+];
+/// Chinese words that ask for a name as such (`薛宝钗的父亲叫什么名字？`).
+const NAME_ASKS_AS_SUCH_ZH: &[&str] = &["叫什么名字", "名叫什么", "姓什么", "叫什么名"];
+/// A demonstrative and its measure word before the noun (`那个拐子`, `那首歌`).
+const DEMONSTRATIVES_ZH: &[&str] = &[
+    "那个", "这个", "那位", "这位", "那首", "这首", "那只", "这只", "那", "这",
+];
+/// Words counted under other words: a count of people is often given without the noun (`but
+/// five upon this isle`, `Thirty fellows …`), so "how many people" requires no word.
+const COUNTED_LOOSELY: &[&str] = &["people", "persons", "times", "more", "of", "other", "ones"];
+/// Words of which a span that gives an age holds one ("how old …", `三岁`).
+const AGE_WORDS: &[&str] = &["year", "old", "age", "aged", "month"];
+
+/// The thing a question asks about, which a span that answers it must mention: the noun a
+/// name is asked for (`the name of Kiyo's nephew` → `nephew`, `王熙凤的母亲叫什么名字` →
+/// `母亲`), the noun counted (`how many legs` → `leg`), or the age (`how old` → a word for
+/// years or age). One of the words (English as stems, [`super::reader::stem`]; Chinese as
+/// written) must occur; empty when the question names no such thing.
+///
+/// A span that names someone without saying whose nephew they are does not give the
+/// nephew's name: the reader abstains when the best span lacks it
+/// ([`super::reader::kind_shortfall`]).
+pub fn focus(question: &str) -> Vec<String> {
+    let lower = question.to_lowercase();
+    let words: Vec<&str> = plain_words(&lower).collect();
+    if words.windows(2).any(|w| w == ["how", "old"]) {
+        return AGE_WORDS.iter().map(|w| super::reader::stem(w)).collect();
+    }
+    if question.contains("几岁") || question.contains("多少岁") || question.contains("多大年纪")
+    {
+        return vec!["岁".to_string()];
+    }
+    if let Some(i) = words.windows(2).position(|w| w == ["how", "many"]) {
+        return match words.get(i + 2) {
+            Some(n)
+                if n.chars().all(|c| c.is_ascii_alphabetic())
+                    && !COUNTED_LOOSELY.contains(n)
+                    && !WHO_NOUNS.contains(n)
+                    && !n.ends_with("ers")
+                    && !n.ends_with("ors") =>
+            {
+                vec![super::reader::stem(n)]
+            }
+            _ => Vec::new(),
+        };
+    }
+    if names_asked(question) {
+        return named_noun(question).into_iter().collect();
+    }
+    if let Some(at) = NAME_ASKS_AS_SUCH_ZH
+        .iter()
+        .filter_map(|w| question.find(w))
+        .min()
+    {
+        let before = &question[..at];
+        if let Some(of) = before.rfind('的') {
+            let mut noun = &before[of + '的'.len_utf8()..];
+            if let Some(d) = DEMONSTRATIVES_ZH.iter().find(|d| noun.starts_with(*d)) {
+                noun = &noun[d.len()..];
+            }
+            let n = noun.chars().count();
+            if (1..=4).contains(&n) && !noun.chars().any(|c| c.is_ascii() || c.is_whitespace()) {
+                return vec![noun.to_string()];
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// The head noun of the phrase after "name of" in an English question, as a stem: the last
+/// word before the phrase ends ([`FOCUS_END`], a comma) or a capitalised word follows a
+/// lower-case one (`the poison Claudius put …` → `poison`), an owner's possessive starting
+/// the phrase again (`old King Hamlet's father` → `father`).
+fn named_noun(question: &str) -> Option<String> {
+    let tokens: Vec<&str> = question.split_whitespace().collect();
+    let start = tokens.windows(2).position(|w| {
+        let name = w[0].to_lowercase();
+        (name == "name" || name == "surname" || name == "names") && w[1] == "of"
+    })? + 2;
+    let mut phrase: Vec<&str> = Vec::new();
+    for token in &tokens[start..] {
+        let word = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+        let lower = word.to_lowercase();
+        if lower.ends_with("'s") || lower.ends_with("s'") {
+            // The owner: the noun that follows is the one named.
+            phrase.clear();
+        } else if !(phrase.is_empty() && FOCUS_SKIP.contains(&lower.as_str())) {
+            if FOCUS_END.contains(&lower.as_str()) {
+                break;
+            }
+            phrase.push(word);
+        }
+        if token.ends_with([',', '?', ';', '.', '!']) {
+            break;
+        }
+    }
+    let cut = phrase
+        .windows(2)
+        .position(|w| w[0].starts_with(char::is_lowercase) && w[1].starts_with(char::is_uppercase))
+        .map_or(phrase.len(), |i| i + 1);
+    let head = phrase[..cut].last()?;
+    Some(super::reader::stem(&head.to_lowercase()))
+}
+
+/// Does `text` mention one of the `focus` words ([`focus`]): an English word with the same
+/// stem, possessives read as their noun, or the Chinese word as written?
+pub fn mentions(text: &str, focus: &[String]) -> bool {
+    let lower = text.to_lowercase();
+    let stems: Vec<String> = plain_words(&lower)
+        .map(|w| {
+            let w = w.trim_matches('\'');
+            let w = w.strip_suffix("'s").unwrap_or(w);
+            super::reader::stem(w)
+        })
+        .collect();
+    focus.iter().any(|f| {
+        if f.is_ascii() {
+            stems.iter().any(|s| s == f)
+        } else {
+            text.contains(f.as_str())
+        }
+    })
+}

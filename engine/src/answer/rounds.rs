@@ -221,6 +221,8 @@ impl<'c> Rounds<'c> {
             max,
             cfg.text_caps.quote_min_chars,
         );
+        let kind = retriever.embedder.map_or("none", |e| e.spec.kind.as_str());
+        let dense_weight = cfg.reader.dense_weight(&reader::cosine_key(kind, question));
         let dense = match retriever.embedder {
             Some(e) if !spans.is_empty() => {
                 if self.question_vec.is_none() {
@@ -229,29 +231,27 @@ impl<'c> Rounds<'c> {
                 let q = self.question_vec.as_deref().unwrap_or_default();
                 // Only the spans that could still come first are embedded; the others take
                 // the lowest cosine of those, and stay behind the best.
-                let worth = reader::worth_embedding(&spans);
-                let texts: Vec<&str> = spans
-                    .iter()
-                    .zip(&worth)
-                    .filter(|(_, &w)| w)
-                    .map(|(s, _)| s.text.as_str())
-                    .collect();
-                let cos: Vec<f32> = e
-                    .embed_passages(b, &texts)
-                    .await?
-                    .iter()
-                    .map(|v| v.iter().zip(q).map(|(x, y)| x * y).sum())
-                    .collect();
-                let low = cos.iter().copied().fold(f32::INFINITY, f32::min);
-                let mut it = cos.into_iter();
-                worth
-                    .iter()
-                    .map(|&w| if w { it.next().unwrap_or(low) } else { low })
-                    .collect()
+                let mut cos: Vec<Option<f32>> = vec![None; spans.len()];
+                loop {
+                    let next = reader::to_embed(&spans, &cos, dense_weight);
+                    if next.is_empty() {
+                        break;
+                    }
+                    let texts: Vec<&str> = next.iter().map(|&i| spans[i].text.as_str()).collect();
+                    let vecs = e.embed_passages(b, &texts).await?;
+                    for (&i, v) in next.iter().zip(&vecs) {
+                        cos[i] = Some(v.iter().zip(q).map(|(x, y)| x * y).sum());
+                    }
+                    if vecs.len() < next.len() {
+                        break;
+                    }
+                }
+                let low = cos.iter().flatten().copied().fold(f32::INFINITY, f32::min);
+                cos.iter().map(|c| c.unwrap_or(low)).collect()
             }
             _ => Vec::new(),
         };
-        reader::rank(&mut spans, &dense);
+        reader::rank(&mut spans, &dense, dense_weight);
         let from = self.out.evidence.len() - r.evidence.len();
         reader::reorder(&mut self.out.evidence, &mut spans, from);
         // Short answers: who → the name, what … said → the quoted words ([`naming`]). In a
@@ -280,11 +280,10 @@ impl<'c> Rounds<'c> {
         r.evidence = self.out.evidence[from..].to_vec();
         r.spans = spans.iter().take(8).cloned().collect();
         self.out.timings.retrieval_ms += now_ms() - t0;
-        let kind = retriever.embedder.map_or("none", |e| e.spec.kind.as_str());
         // The floor reads the spans' own evidence, not their passages' retrieval rank.
         let best = spans
             .iter()
-            .map(reader::Span::answer_score)
+            .map(|s| s.answer_score(dense_weight))
             .fold(f32::MIN, f32::max);
         let cosine = reader::ranked_cosine(&spans, !dense.is_empty());
         self.spans = spans;
