@@ -265,26 +265,31 @@ const FOCUS_SKIP: &[&str] = &[
 /// Words that end the noun phrase after "the name of" (`the captain of the pirate ship`, `the
 /// town or village where …`, `the steamer that took …`).
 const FOCUS_END: &[&str] = &[
-    "of", "in", "on", "at", "to", "for", "by", "with", "from", "into", "upon", "about", "as", "or",
-    "and", "that", "who", "whom", "which", "where", "when", "whose", "the", "a", "an", "his",
-    "her", "their", "is", "was", "were", "did", "does", "do",
+    "of", "in", "on", "at", "to", "for", "by", "with", "from", "into", "upon", "about", "as",
+    "that", "who", "whom", "which", "where", "when", "whose", "the", "a", "an", "his", "her",
+    "their", "is", "was", "were", "did", "does", "do",
 ];
+/// Words that join two nouns of the phrase (`Ophelia and Laertes's mother`, `the town or
+/// village`): neither the head nor its end.
+const FOCUS_JOIN: &[&str] = &["and", "or"];
 /// Chinese words that ask for a name as such (`薛宝钗的父亲叫什么名字？`).
 const NAME_ASKS_AS_SUCH_ZH: &[&str] = &["叫什么名字", "名叫什么", "姓什么", "叫什么名"];
 /// A demonstrative and its measure word before the noun (`那个拐子`, `那首歌`).
 const DEMONSTRATIVES_ZH: &[&str] = &[
     "那个", "这个", "那位", "这位", "那首", "这首", "那只", "这只", "那", "这",
 ];
-/// Words counted under other words: a count of people is often given without the noun (`but
-/// five upon this isle`, `Thirty fellows …`), so "how many people" requires no word.
+/// Words after "how many" that name no thing a span must repeat: nouns for people and times,
+/// which a story often counts under other words (`there's but five upon this isle`, `Thirty
+/// fellows …`), and words that are not the noun counted (`how many more …`, `how many of …`).
 const COUNTED_LOOSELY: &[&str] = &["people", "persons", "times", "more", "of", "other", "ones"];
 /// Words of which a span that gives an age holds one ("how old …", `三岁`).
 const AGE_WORDS: &[&str] = &["year", "old", "age", "aged", "month"];
 
 /// The thing a question asks about, which a span that answers it must mention: the noun a
 /// name is asked for (`the name of Kiyo's nephew` → `nephew`, `王熙凤的母亲叫什么名字` →
-/// `母亲`), the noun counted (`how many legs` → `leg`), or the age (`how old` → a word for
-/// years or age). One of the words (English as stems, [`super::reader::stem`]; Chinese as
+/// `母亲`), the noun counted (`how many legs` → `leg`; not one of [`COUNTED_LOOSELY`], a noun
+/// for someone of [`WHO_NOUNS`] or an agent noun in -ers / -ors, `dancers`, `sailors`), or the
+/// age (`how old` → a word for years or age). One of the words (English as stems, [`super::reader::stem`]; Chinese as
 /// written) must occur; empty when the question names no such thing.
 ///
 /// A span that names someone without saying whose nephew they are does not give the
@@ -340,7 +345,8 @@ pub fn focus(question: &str) -> Vec<String> {
 /// The head noun of the phrase after "name of" in an English question, as a stem: the last
 /// word before the phrase ends ([`FOCUS_END`], a comma) or a capitalised word follows a
 /// lower-case one (`the poison Claudius put …` → `poison`), an owner's possessive starting
-/// the phrase again (`old King Hamlet's father` → `father`).
+/// the phrase again (`old King Hamlet's father` → `father`, `Ophelia and Laertes's mother` →
+/// `mother`).
 fn named_noun(question: &str) -> Option<String> {
     let tokens: Vec<&str> = question.split_whitespace().collect();
     let start = tokens.windows(2).position(|w| {
@@ -354,6 +360,8 @@ fn named_noun(question: &str) -> Option<String> {
         if lower.ends_with("'s") || lower.ends_with("s'") {
             // The owner: the noun that follows is the one named.
             phrase.clear();
+        } else if FOCUS_JOIN.contains(&lower.as_str()) {
+            // Two nouns joined: the one after it, or the owner's possessive, decides.
         } else if !(phrase.is_empty() && FOCUS_SKIP.contains(&lower.as_str())) {
             if FOCUS_END.contains(&lower.as_str()) {
                 break;

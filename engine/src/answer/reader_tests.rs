@@ -516,6 +516,15 @@ fn the_thing_asked_about_is_read_from_the_question() {
         "father"
     );
     assert_eq!(
+        f("What was the name of Ophelia and Laertes's mother?"),
+        "mother"
+    );
+    assert_eq!(f("What is the name of the cat and the dog?"), "cat");
+    assert_eq!(
+        f("What is the name of the town or village where she lives?"),
+        "village"
+    );
+    assert_eq!(
         f("What is the first name of Red Shirt's younger brother?"),
         "brother"
     );
