@@ -175,7 +175,7 @@ const NAME_WORDS: &[&str] = &["name", "named", "names", "surname"];
 /// English words that ask for someone rather than a name as such.
 const WHO_ASKS: &[&str] = &["who", "whom"];
 
-/// Does the English `question` ask for a name as such ([`NAME_WORDS`], and not "who …": "Who
+/// Does the English `question` ask for a name as such (`NAME_WORDS`, and not "who …": "Who
 /// tells Hamlet … a land worth nothing except its name?" asks for someone)? Its answer must be
 /// a name the evidence gives: the reader abstains when the best span gives none
 /// ([`super::reader::kind_shortfall`]).
@@ -287,8 +287,8 @@ const AGE_WORDS: &[&str] = &["year", "old", "age", "aged", "month"];
 
 /// The thing a question asks about, which a span that answers it must mention: the noun a
 /// name is asked for (`the name of Kiyo's nephew` → `nephew`, `王熙凤的母亲叫什么名字` →
-/// `母亲`), the noun counted (`how many legs` → `leg`; not one of [`COUNTED_LOOSELY`], a noun
-/// for someone of [`WHO_NOUNS`] or an agent noun in -ers / -ors, `dancers`, `sailors`), or the
+/// `母亲`), the noun counted (`how many legs` → `leg`; not one of `COUNTED_LOOSELY`, a noun
+/// for someone of `WHO_NOUNS` or an agent noun in -ers / -ors, `dancers`, `sailors`), or the
 /// age (`how old` → a word for years or age). One of the words (English as stems, [`super::reader::stem`]; Chinese as
 /// written) must occur; empty when the question names no such thing.
 ///

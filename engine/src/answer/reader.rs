@@ -8,6 +8,9 @@
 //!
 //! `score = DENSE · dense + LEXICAL · lexical + LEAD · lead + KIND · kind`
 //!
+//! (the cosine's weight [`DENSE`] unless the config gives another for the embedder and the
+//! question's language, [`ReaderConfig::dense_weight`])
+//!
 //! - `dense`: the cosine between the question and the span, with the index's own query
 //!   embedder (the spans embedded as passages, packed into few forward passes);
 //! - `lexical`: the share of the question's terms (stemmed), weighted by their BM25 idf in the
@@ -280,7 +283,8 @@ pub struct Span {
     /// quotes one new thing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub short: Option<super::naming::Short>,
-    /// `DENSE · dense + LEXICAL · lexical + LEAD · lead + KIND · kind + PRIOR · prior`.
+    /// `w · dense + LEXICAL · lexical + LEAD · lead + KIND · kind + PRIOR · prior`, `w` the
+    /// cosine's weight ([`ReaderConfig::dense_weight`], [`DENSE`] by default).
     pub score: f32,
 }
 
