@@ -200,6 +200,39 @@ pub trait Backend {
         m: usize,
         kernel: MatmulKernel,
     ) -> Result<()>;
+    /// `acc[m][n] += sum_k x[m][k] * W[n][k]`: the matmul and the residual add after it
+    /// (`n_out = m * N`). By default the matmul into `tmp` and [`Backend::add_assign`]; a
+    /// backend may add in the matmul's epilogue, one pass instead of two.
+    #[allow(clippy::too_many_arguments)]
+    fn q4_matmul_add(
+        &self,
+        x: &Self::Buffer,
+        w: &Self::Q4,
+        acc: &Self::Buffer,
+        tmp: &Self::Buffer,
+        (m, n_out): (usize, usize),
+        kernel: MatmulKernel,
+    ) -> Result<()> {
+        self.q4_matmul(x, w, tmp, m, kernel)?;
+        self.add_assign(acc, tmp, n_out)
+    }
+    /// `out[m][n] = silu(x W_gate^T)[m][n] * (x W_up^T)[m][n]`, SwiGLU's gated product of two
+    /// LQ4 matrices of one shape (`n_out = m * N`). By default both matmuls into `gate` and
+    /// `up` and [`Backend::silu_mul`]; a backend may compute both rows in one pass.
+    #[allow(clippy::too_many_arguments)]
+    fn q4_matmul_glu(
+        &self,
+        x: &Self::Buffer,
+        (w_gate, w_up): (&Self::Q4, &Self::Q4),
+        (gate, up): (&Self::Buffer, &Self::Buffer),
+        out: &Self::Buffer,
+        (m, n_out): (usize, usize),
+        kernel: MatmulKernel,
+    ) -> Result<()> {
+        self.q4_matmul(x, w_gate, gate, m, kernel)?;
+        self.q4_matmul(x, w_up, up, m, kernel)?;
+        self.silu_mul(gate, up, out, n_out)
+    }
     /// A row block of a larger LQ4 matrix: `out[mi * out_stride + out_off + n] =
     /// sum_k x[mi][k] * W[n][k]` for the block's `n` rows (`out_off + rows <= out_stride`).
     /// Matrices over one binding's size limit are stored as such blocks.
@@ -242,6 +275,24 @@ pub trait Backend {
     /// Rotates `x` in place (rotate-half / NeoX pairing `(i, i + rot_dim/2)`) with a
     /// `[positions][rot_dim/2][cos, sin]` table (see [`rope_table`]).
     fn rope(&self, x: &Self::Buffer, table: &Self::Buffer, shape: RopeShape) -> Result<()>;
+    /// RMSNorm of each head of `x[tokens][heads][head_dim]` (`weight[head_dim]`, plus
+    /// `weight_offset`) into `out`, then RoPE of `out` in place (Qwen3's per-head q / k norm
+    /// before the rotation). By default [`Backend::rms_norm`] and [`Backend::rope`]; a backend
+    /// may do both in one pass.
+    #[allow(clippy::too_many_arguments)]
+    fn rms_norm_rope(
+        &self,
+        x: &Self::Buffer,
+        weight: &Self::Buffer,
+        out: &Self::Buffer,
+        (eps, weight_offset): (f32, f32),
+        table: &Self::Buffer,
+        shape: RopeShape,
+    ) -> Result<()> {
+        let rows = shape.tokens * shape.heads;
+        self.rms_norm(x, weight, out, rows, shape.head_dim, eps, weight_offset)?;
+        self.rope(out, table, shape)
+    }
     /// Causal grouped-query attention of `q` over the caches into `out[tokens][heads][head_dim]`.
     fn attention(
         &self,

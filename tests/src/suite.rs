@@ -136,6 +136,70 @@ async fn q4_matmul<B: Backend>(b: &B, seed: u64, kernel: MatmulKernel) -> Check 
     Ok(said.join("; "))
 }
 
+/// The fused 4-bit matmuls: the residual add in the matmul (`q4_matmul_add`) and SwiGLU of
+/// two matrices (`q4_matmul_glu`), every layout, decode (even seeds) and prefill shapes (odd
+/// seeds, which backends compose from the plain ops), against the oracle's matmul plus the
+/// add, and silu(gate) * up.
+pub async fn q4_fused<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "q4_fused";
+    let mut rng = Pcg32::new(seed + 900);
+    let (kernel, m) = if seed.is_multiple_of(2) {
+        (MatmulKernel::Gemv, rng.range(1, 3))
+    } else {
+        (MatmulKernel::Gemm, rng.range(9, 40))
+    };
+    let (n, k) = (rng.range(1, 300), 32 * rng.range(1, 24));
+    let x = rng.normal_vec(m * k, 1.0);
+    let acc0 = rng.normal_vec(m * n, 1.0);
+    let xd = b.upload("x", &x).map_err(e(op))?;
+    let mut said = Vec::new();
+    for scales in LAYOUTS {
+        let (wg, wu) = (
+            random_q4_as(&mut rng, scales, n, k),
+            random_q4_as(&mut rng, scales, n, k),
+        );
+        let (gd, ud) = (
+            b.upload_q4("gate", &wg).map_err(e(op))?,
+            b.upload_q4("up", &wu).map_err(e(op))?,
+        );
+        // The residual uploaded, and the same written by a kernel (as a model's is).
+        let acc = b.upload("acc", &acc0).map_err(e(op))?;
+        let acc2 = b.alloc("acc2", m * n).map_err(e(op))?;
+        b.copy(&acc, 0, &acc2, 0, m * n).map_err(e(op))?;
+        let [t1, t2, out] = ["t1", "t2", "out"].map(|l| b.alloc(l, m * n));
+        let (t1, t2, out) = (t1.map_err(e(op))?, t2.map_err(e(op))?, out.map_err(e(op))?);
+        b.q4_matmul_add(&xd, &gd, &acc, &t1, (m, m * n), kernel)
+            .map_err(e(op))?;
+        b.q4_matmul_add(&xd, &gd, &acc2, &t1, (m, m * n), kernel)
+            .map_err(e(op))?;
+        b.q4_matmul_glu(&xd, (&gd, &ud), (&t1, &t2), &out, (m, m * n), kernel)
+            .map_err(e(op))?;
+        let (g, u) = (q4_oracle(b, &x, &wg, m), q4_oracle(b, &x, &wu, m));
+        let want_add: Vec<f64> = g.iter().zip(&acc0).map(|(a, &c)| a + c as f64).collect();
+        let want_glu: Vec<f64> = g
+            .iter()
+            .zip(&u)
+            .map(|(&g, &u)| g / (1.0 + (-g).exp()) * u)
+            .collect();
+        let shape = format!("{} {kernel:?} m={m} n={n} k={k}", wg.layout_name());
+        let got = b.read(&acc, 0, m * n).await.map_err(e(op))?;
+        let add = compare(
+            "q4_matmul_add",
+            shape.clone(),
+            bounds::Q4_MATMUL,
+            &want_add,
+            &got,
+        )?;
+        let got = b.read(&acc2, 0, m * n).await.map_err(e(op))?;
+        let what = "q4_matmul_add (the residual written by a kernel)";
+        compare(what, shape.clone(), bounds::Q4_MATMUL, &want_add, &got)?;
+        let got = b.read(&out, 0, m * n).await.map_err(e(op))?;
+        let glu = compare("q4_matmul_glu", shape, bounds::Q4_MATMUL, &want_glu, &got)?;
+        said.push(format!("{add}; {glu}"));
+    }
+    Ok(said.join("; "))
+}
+
 /// 4-bit GEMV (decode).
 pub async fn q4_gemv<B: Backend>(b: &B, seed: u64) -> Check {
     q4_matmul(b, seed, MatmulKernel::Gemv).await
@@ -253,6 +317,52 @@ pub async fn rope<B: Backend>(b: &B, seed: u64) -> Check {
     )
 }
 
+/// RMSNorm per head then RoPE ([`Backend::rms_norm_rope`]), full and partial rotary, plain
+/// and `(1 + w)` weights, against the oracle's norm followed by its rotation.
+pub async fn rms_norm_rope<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "rms_norm_rope";
+    let mut rng = Pcg32::new(seed + 500);
+    let (tokens, heads) = (rng.range(1, 5), rng.range(1, 9));
+    let head_dim = 2 * rng.range(1, 80);
+    let rot = if seed.is_multiple_of(2) {
+        head_dim
+    } else {
+        2 * rng.range(1, head_dim / 2)
+    };
+    let (pos0, offset, eps) = (rng.range(0, 50), (seed % 2) as f32, 1e-6);
+    let table = rope_table(1_000_000.0, rot, pos0 + tokens);
+    let x = rng.normal_vec(tokens * heads * head_dim, 2.0);
+    let w = rng.normal_vec(head_dim, 1.0);
+    let s = RopeShape {
+        tokens,
+        heads,
+        head_dim,
+        rot_dim: rot,
+        pos0,
+    };
+    let (xd, wd, td, od) = (
+        b.upload("x", &x).map_err(e(op))?,
+        b.upload("w", &w).map_err(e(op))?,
+        b.upload("table", &table).map_err(e(op))?,
+        b.alloc("o", x.len()).map_err(e(op))?,
+    );
+    b.rms_norm_rope(&xd, &wd, &od, (eps, offset), &td, s)
+        .map_err(e(op))?;
+    let got = b.read(&od, 0, x.len()).await.map_err(e(op))?;
+    let rows = tokens * heads;
+    let normed: Vec<f32> = oracle::rms_norm(&x, &w, rows, head_dim, eps, offset)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    compare(
+        op,
+        format!("tokens={tokens} heads={heads} head_dim={head_dim} rot={rot} pos0={pos0}"),
+        bounds::RMS_NORM,
+        &oracle::rope(&normed, &table, tokens, heads, head_dim, rot, pos0),
+        &got,
+    )
+}
+
 /// Causal attention over KV caches in the backend's format ([`Backend::kv_format`]): the
 /// cache filled in two writes (the prompt, then the new tokens from an offset in their
 /// buffer), slots past them NaN; decode (even seeds), a few tokens (odd seeds) and, every third
@@ -348,12 +458,15 @@ pub async fn attention_kv<B: Backend>(b: &B, seed: u64) -> Check {
 /// Grouped-query attention, causal (odd seeds and decode) and bidirectional (the encoder's,
 /// even seeds with several tokens); cache slots past the filled positions hold NaN, so any
 /// read beyond the visible keys fails the check.
+/// A third run takes head_dim a multiple of 4 (every published model's; the GPU's 16-byte
+/// decode kernel).
 pub async fn attention<B: Backend>(b: &B, seed: u64) -> Check {
-    attention_with(b, seed, true).await?;
-    attention_with(b, seed + 100, false).await
+    attention_with(b, seed, true, false).await?;
+    attention_with(b, seed + 100, false, false).await?;
+    attention_with(b, seed + 200, true, true).await
 }
 
-async fn attention_with<B: Backend>(b: &B, seed: u64, causal: bool) -> Check {
+async fn attention_with<B: Backend>(b: &B, seed: u64, causal: bool, dim4: bool) -> Check {
     let op = if causal {
         "attention"
     } else {
@@ -372,7 +485,11 @@ async fn attention_with<B: Backend>(b: &B, seed: u64, causal: bool) -> Check {
     // One to eight query heads per KV head (the split path serves up to eight).
     let kv_heads = rng.range(1, 3);
     let heads = kv_heads * rng.range(1, 9);
-    let head_dim = rng.range(1, 130);
+    let head_dim = if dim4 {
+        4 * rng.range(1, 33)
+    } else {
+        rng.range(1, 130)
+    };
     // Seeds 2, 5, 8, …: a long cache (more than 128 keys), where the CPU's decode path splits
     // the keys in ranges and merges their partial softmaxes.
     let pos0 = if seed % 3 == 2 {

@@ -49,10 +49,12 @@ macro_rules! on_both {
 on_both!(
     q4_gemv,
     q4_gemm,
+    q4_fused,
     f32_gemv,
     f32_gemm,
     rms_norm,
     rope,
+    rms_norm_rope,
     attention,
     attention_kv,
     silu_mul,
@@ -129,24 +131,72 @@ fn profile_counts_and_times_each_dispatch() {
 }
 
 #[test]
-fn gemv_every_threads_per_row() {
-    // The default tuning picks one TPR and one kernel per adapter type; the cooperative
-    // reduction (TPR > 1, used on GPUs) and both kernels (a word per lane and step on GPUs, a
-    // 32-weight group on CPU rasterisers) must be exact too, so run every variant here.
+fn fused_kernels_pass_the_adapters_own_check() {
+    // The check a context runs before decoding on a GPU (the fused ops against the plain ones)
+    // must pass here, with the rasteriser's tuning and with a GPU's (the SwiGLU GEMV runs only
+    // with the word-per-lane kernel), and leave the fusions on.
     let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
         Ok(c) => c,
         Err(e) => panic!("no GPU adapter: {e}"),
     };
-    for groups in [false, true] {
+    for (groups, tpr) in [(true, 1), (false, 32), (false, 8)] {
+        ctx.tuning.gemv_groups = groups;
+        ctx.tuning.gemv_tpr = tpr;
+        let why = pollster::block_on(ctx.verify_fused()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(why, None, "groups={groups} TPR={tpr}");
+        assert!(
+            ctx.tuning.fuse,
+            "groups={groups} TPR={tpr}: fusions left off"
+        );
+    }
+}
+
+#[test]
+fn decode_attention_every_tile_size() {
+    // GPUs take 128 keys per tile and ranges of one tile; every tile size the kernel allows
+    // must be exact, and so must ranges of several tiles (few target workgroups), where the
+    // running max and the accumulators are rescaled from tile to tile.
+    let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
+        Ok(c) => c,
+        Err(e) => panic!("no GPU adapter: {e}"),
+    };
+    for (wg, groups) in [(8, 1024), (32, 2), (64, 1), (128, 1024), (256, 3)] {
+        ctx.tuning.decode_wg = wg;
+        ctx.tuning.attn_groups = groups;
+        for seed in SEEDS {
+            let who = format!("{} decode WG={wg} target groups={groups}", ctx.describe());
+            report(&who, seed, pollster::block_on(suite::attention(&ctx, seed)));
+            report(
+                &who,
+                seed,
+                pollster::block_on(suite::attention_kv(&ctx, seed)),
+            );
+        }
+    }
+}
+
+#[test]
+fn gemv_every_threads_per_row() {
+    // The default tuning picks one TPR and one kernel per adapter type; the cooperative
+    // reduction (TPR > 1, used on GPUs) and every kernel (a word per lane on GPUs, with its
+    // loads four steps at a time or not, a 32-weight group on CPU rasterisers) must be exact
+    // too, so run every variant here.
+    let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
+        Ok(c) => c,
+        Err(e) => panic!("no GPU adapter: {e}"),
+    };
+    for (groups, unroll) in [(false, 1), (false, 4), (true, 1)] {
         for tpr in [1, 2, 8, 32, 64] {
             ctx.tuning.gemv_tpr = tpr;
             ctx.tuning.gemv_groups = groups;
+            ctx.tuning.gemv_unroll = unroll;
             for seed in SEEDS {
-                report(
-                    &format!("{} TPR={tpr} groups={groups}", ctx.describe()),
-                    seed,
-                    pollster::block_on(suite::q4_gemv(&ctx, seed)),
+                let who = format!(
+                    "{} TPR={tpr} groups={groups} unroll={unroll}",
+                    ctx.describe()
                 );
+                report(&who, seed, pollster::block_on(suite::q4_gemv(&ctx, seed)));
+                report(&who, seed, pollster::block_on(suite::q4_fused(&ctx, seed)));
             }
         }
     }

@@ -61,10 +61,12 @@ macro_rules! on_both {
 on_both!(
     q4_gemv,
     q4_gemm,
+    q4_fused,
     f32_gemv,
     f32_gemm,
     rms_norm,
     rope,
+    rms_norm_rope,
     attention,
     attention_kv,
     silu_mul,

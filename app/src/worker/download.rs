@@ -389,7 +389,7 @@ async fn choose_backend(
         }
     };
     let cpu_name = CpuBackend.describe();
-    Ok(match backend {
+    let (gpu, line) = match backend {
         BackendChoice::Cpu => (None, format!("{cpu_name} (set by ?backend=cpu)")),
         BackendChoice::Gpu => {
             let line = gpu
@@ -402,7 +402,16 @@ async fn choose_backend(
             Decision::Gpu(why) => (gpu, why),
             Decision::Cpu(why) => (None, why),
         },
-    })
+    };
+    // The chosen GPU's fused kernels checked against the plain ops (off where they differ).
+    match gpu {
+        Some(mut g) => match g.verify_fused().await {
+            Ok(None) => Ok((Some(g), line)),
+            Ok(Some(why)) => Ok((Some(g), format!("{line}; {why}"))),
+            Err(e) => Err(fail(FailKind::Internal, e.to_string())),
+        },
+        None => Ok((None, line)),
+    }
 }
 
 /// Step 5 of [`load_bundle`]: removes cached files under `base` that `manifest` no longer names.

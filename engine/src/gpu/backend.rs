@@ -102,6 +102,60 @@ impl Backend for GpuContext {
         kernels::q4_matmul::dispatch(self, kernel, &x.buf, w, &out.buf, (m, (w.rows, 0)))
     }
 
+    fn q4_matmul_add(
+        &self,
+        x: &GpuBuffer,
+        w: &GpuQ4,
+        acc: &GpuBuffer,
+        tmp: &GpuBuffer,
+        (m, n_out): (usize, usize),
+        kernel: MatmulKernel,
+    ) -> Result<()> {
+        if n_out != m * w.rows {
+            return Err(shape_err(
+                "q4_matmul_add",
+                format!("{n_out} outputs for [{m}, {}]", w.rows),
+            ));
+        }
+        if kernel == MatmulKernel::Gemm || !self.tuning.fuse {
+            self.q4_matmul(x, w, tmp, m, kernel)?;
+            return self.add_assign(acc, tmp, n_out);
+        }
+        check::q4_matmul(x, acc, w.rows, w.cols, m)?;
+        no_alias("q4_matmul_add", acc, &[x])?;
+        let add = kernels::q4_matmul::Epilogue::Add;
+        let win = (m, (w.rows, 0));
+        kernels::q4_matmul::dispatch_with(self, kernel, &x.buf, w, &acc.buf, win, add)
+    }
+
+    fn q4_matmul_glu(
+        &self,
+        x: &GpuBuffer,
+        (w_gate, w_up): (&GpuQ4, &GpuQ4),
+        (gate, up): (&GpuBuffer, &GpuBuffer),
+        out: &GpuBuffer,
+        (m, n_out): (usize, usize),
+        kernel: MatmulKernel,
+    ) -> Result<()> {
+        if n_out != m * w_gate.rows {
+            return Err(shape_err(
+                "q4_matmul_glu",
+                format!("{n_out} outputs for [{m}, {}]", w_gate.rows),
+            ));
+        }
+        let fused = self.tuning.fuse && kernels::q4_matmul::glu_fits(self, w_gate, w_up);
+        if kernel == MatmulKernel::Gemm || !fused {
+            self.q4_matmul(x, w_gate, gate, m, kernel)?;
+            self.q4_matmul(x, w_up, up, m, kernel)?;
+            return self.silu_mul(gate, up, out, n_out);
+        }
+        check::q4_matmul(x, out, w_gate.rows, w_gate.cols, m)?;
+        no_alias("q4_matmul_glu", out, &[x])?;
+        let glu = kernels::q4_matmul::Epilogue::Glu(w_up);
+        let win = (m, (w_gate.rows, 0));
+        kernels::q4_matmul::dispatch_with(self, kernel, &x.buf, w_gate, &out.buf, win, glu)
+    }
+
     fn q4_matmul_block(
         &self,
         x: &GpuBuffer,
@@ -161,6 +215,34 @@ impl Backend for GpuContext {
             offset: weight_offset,
         };
         kernels::rows::rms_norm(self, &x.buf, &weight.buf, &out.buf, s)
+    }
+
+    fn rms_norm_rope(
+        &self,
+        x: &GpuBuffer,
+        weight: &GpuBuffer,
+        out: &GpuBuffer,
+        (eps, weight_offset): (f32, f32),
+        table: &GpuBuffer,
+        shape: RopeShape,
+    ) -> Result<()> {
+        let rows = shape.tokens * shape.heads;
+        if !self.tuning.fuse {
+            self.rms_norm(x, weight, out, rows, shape.head_dim, eps, weight_offset)?;
+            return self.rope(out, table, shape);
+        }
+        check::rms_norm(x, weight, out, rows, shape.head_dim)?;
+        check::rope(out, table, shape)?;
+        no_alias("rms_norm_rope", out, &[x, weight, table])?;
+        let s = Rows {
+            rows,
+            dim: shape.head_dim,
+            eps,
+            offset: weight_offset,
+        };
+        let rope = (shape.heads, shape.rot_dim, shape.pos0);
+        let ins = (&x.buf, &weight.buf, &table.buf);
+        kernels::rows::rms_norm_rope(self, ins, &out.buf, s, rope)
     }
 
     fn rope(&self, x: &GpuBuffer, table: &GpuBuffer, shape: RopeShape) -> Result<()> {

@@ -20,9 +20,11 @@ use crate::error::{EngineError, Result};
 
 mod bindings;
 mod profile;
+mod tuning;
 
 use bindings::{BindKey, Layout};
 use profile::Prof;
+pub use tuning::{Tuning, TUNING_ENV};
 
 /// A WGSL module and its entry point. Pipelines are cached per (label, entry, override
 /// constants), so the runtime needs nothing from the kernels but this description.
@@ -86,39 +88,6 @@ impl Default for Requirements {
             workgroup_storage: 16 << 10,
             invocations: 256,
             storage_buffers_per_stage: 8,
-        }
-    }
-}
-
-/// Adapter tuning picked from its type: CPU rasterisers (lavapipe, SwiftShader) prefer few
-/// threads per output row; discrete GPUs want wide rows for coalesced loads.
-#[derive(Clone, Copy, Debug)]
-pub struct Tuning {
-    /// Workgroup size of the 4-bit GEMV.
-    pub gemv_wg: u32,
-    /// Threads cooperating on one GEMV output row.
-    pub gemv_tpr: u32,
-    /// The 4-bit GEMV reads a 32-weight group (16 bytes) per lane and step (CPU rasterisers),
-    /// not one word.
-    pub gemv_groups: bool,
-    /// Workgroup size of the row-wise reductions (norm, softmax).
-    pub reduce_wg: u32,
-    /// Workgroup size of attention.
-    pub attn_wg: u32,
-    /// Workgroup size of element-wise kernels.
-    pub elem_wg: u32,
-}
-
-impl Tuning {
-    fn for_adapter(info: &wgpu::AdapterInfo) -> Tuning {
-        let cpu = matches!(info.device_type, wgpu::DeviceType::Cpu);
-        Tuning {
-            gemv_wg: 64,
-            gemv_tpr: if cpu { 1 } else { 32 },
-            gemv_groups: cpu,
-            reduce_wg: if cpu { 64 } else { 128 },
-            attn_wg: 64,
-            elem_wg: 64,
         }
     }
 }
@@ -261,7 +230,7 @@ impl GpuContext {
             mapped_at_creation: false,
         });
         Ok(GpuContext {
-            tuning: Tuning::for_adapter(&info),
+            tuning: Tuning::for_adapter(&info).overridden(TUNING_ENV)?,
             device,
             queue,
             info,

@@ -6,10 +6,12 @@
 //! - [`buffer`]: the device buffers the backend hands out.
 //! - [`kernels`]: one `.wgsl` per op beside the Rust that dispatches it.
 //! - [`backend`]: [`crate::backend::Backend`] on the GPU — shape checks, then the kernels.
+//! - [`fused_check`]: the fused kernels checked against the plain ops on the adapter in hand.
 
 pub mod backend;
 pub mod buffer;
 pub mod context;
+pub mod fused_check;
 pub mod kernels;
 
 pub use buffer::{GpuBuffer, GpuQ4};

@@ -140,11 +140,7 @@ impl<B: Backend> Linear<B> {
 
     /// `out[m][rows] = x[m][cols] W^T`.
     pub fn forward(&self, b: &B, x: &B::Buffer, out: &B::Buffer, m: usize) -> Result<()> {
-        let kernel = if m <= GEMV_MAX_ROWS {
-            MatmulKernel::Gemv
-        } else {
-            MatmulKernel::Gemm
-        };
+        let kernel = kernel_for(m);
         match self {
             Linear::Q4(q) => b.q4_matmul(x, q, out, m, kernel),
             Linear::Q4Blocks { blocks, rows } => {
@@ -158,12 +154,43 @@ impl<B: Backend> Linear<B> {
     }
 }
 
+impl<B: Backend> Linear<B> {
+    /// `acc[m][rows] += x[m][cols] W^T` (the matmul and the residual add; `tmp` holds
+    /// `[m][rows]` where they are two passes).
+    pub fn forward_add(
+        &self,
+        b: &B,
+        x: &B::Buffer,
+        (acc, tmp): (&B::Buffer, &B::Buffer),
+        m: usize,
+        rows: usize,
+    ) -> Result<()> {
+        match self {
+            Linear::Q4(q) => b.q4_matmul_add(x, q, acc, tmp, (m, m * rows), kernel_for(m)),
+            _ => {
+                self.forward(b, x, tmp, m)?;
+                b.add_assign(acc, tmp, m * rows)
+            }
+        }
+    }
+}
+
+/// The matmul kernel for `m` activation rows: the GEMV for a few (decode), else the GEMM.
+fn kernel_for(m: usize) -> MatmulKernel {
+    if m <= GEMV_MAX_ROWS {
+        MatmulKernel::Gemv
+    } else {
+        MatmulKernel::Gemm
+    }
+}
+
 /// SwiGLU MLP `down(silu(gate(h)) * up(h))` of one layer (`{prefix}.mlp.*`).
 pub struct Mlp<B: Backend> {
     gate_proj: Linear<B>,
     up_proj: Linear<B>,
     down_proj: Linear<B>,
     inter: usize,
+    hidden: usize,
 }
 
 impl<B: Backend> Mlp<B> {
@@ -184,25 +211,32 @@ impl<B: Backend> Mlp<B> {
             up_proj: lin("up_proj", inter, hidden)?,
             down_proj: lin("down_proj", hidden, inter)?,
             inter,
+            hidden,
         })
     }
 
-    /// `out[t][hidden] = down(silu(gate(h)) * up(h))` with scratch `gate, up, act[t][inter]`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn forward(
+    /// `x[t][hidden] += down(silu(gate(h)) * up(h))` with scratch `gate, up, act[t][inter]`
+    /// and `o[t][hidden]`; 4-bit gate and up matrices go through [`Backend::q4_matmul_glu`].
+    pub fn add_to(
         &self,
         b: &B,
         h: &B::Buffer,
-        gate: &B::Buffer,
-        up: &B::Buffer,
-        act: &B::Buffer,
-        out: &B::Buffer,
+        [gate, up, act, o]: [&B::Buffer; 4],
+        x: &B::Buffer,
         t: usize,
     ) -> Result<()> {
-        self.gate_proj.forward(b, h, gate, t)?;
-        self.up_proj.forward(b, h, up, t)?;
-        b.silu_mul(gate, up, act, t * self.inter)?;
-        self.down_proj.forward(b, act, out, t)
+        match (&self.gate_proj, &self.up_proj) {
+            (Linear::Q4(g), Linear::Q4(u)) => {
+                let n = (t, t * self.inter);
+                b.q4_matmul_glu(h, (g, u), (gate, up), act, n, kernel_for(t))?;
+            }
+            _ => {
+                self.gate_proj.forward(b, h, gate, t)?;
+                self.up_proj.forward(b, h, up, t)?;
+                b.silu_mul(gate, up, act, t * self.inter)?;
+            }
+        }
+        self.down_proj.forward_add(b, act, (x, o), t, self.hidden)
     }
 }
 

@@ -480,16 +480,8 @@ impl<B: Backend> Architecture<B> for Llama<B> {
             l.attn.q_proj.forward(b, &s.h, &s.q, t)?;
             l.attn.k_proj.forward(b, &s.h, &s.k, t)?;
             l.attn.v_proj.forward(b, &s.h, &s.v, t)?;
-            // 3. Qwen3: per-head RMSNorm of q and k               rows t*heads, dim hd
-            let (q, k) = match (&l.attn.q_norm, &l.attn.k_norm) {
-                (Some(qn), Some(kn)) => {
-                    b.rms_norm(&s.q, qn, &s.qn, t * nh, hd, eps, 0.0)?;
-                    b.rms_norm(&s.k, kn, &s.kn, t * kv, hd, eps, 0.0)?;
-                    (&s.qn, &s.kn)
-                }
-                _ => (&s.q, &s.k),
-            };
-            // 4. RoPE at pos0
+            // 3–4. Qwen3: per-head RMSNorm of q and k (rows t*heads, dim hd), then RoPE at
+            //      pos0 (one pass each where the backend fuses them)
             let rs = |heads| RopeShape {
                 tokens: t,
                 heads,
@@ -497,17 +489,26 @@ impl<B: Backend> Architecture<B> for Llama<B> {
                 rot_dim: hd,
                 pos0,
             };
-            b.rope(q, &self.rope, rs(nh))?;
-            b.rope(k, &self.rope, rs(kv))?;
+            let (q, k) = match (&l.attn.q_norm, &l.attn.k_norm) {
+                (Some(qn), Some(kn)) => {
+                    b.rms_norm_rope(&s.q, qn, &s.qn, (eps, 0.0), &self.rope, rs(nh))?;
+                    b.rms_norm_rope(&s.k, kn, &s.kn, (eps, 0.0), &self.rope, rs(kv))?;
+                    (&s.qn, &s.kn)
+                }
+                _ => {
+                    b.rope(&s.q, &self.rope, rs(nh))?;
+                    b.rope(&s.k, &self.rope, rs(kv))?;
+                    (&s.q, &s.k)
+                }
+            };
             // 5–6. append k, v to the cache, causal grouped-query attention  [t, nh*hd]
             l.cache.attend(b, [q, k, &s.v], &s.att, t, nh, pos0)?;
             // 7. x += att Wo^T                                     [t, h]
-            l.attn.o_proj.forward(b, &s.att, &s.o, t)?;
-            b.add_assign(&s.x, &s.o, t * h)?;
+            l.attn.o_proj.forward_add(b, &s.att, (&s.x, &s.o), t, h)?;
             // 8. x += down(silu(gate(h2)) * up(h2))
             b.rms_norm(&s.x, &l.post_attention_layernorm, &s.h, t, h, eps, 0.0)?;
-            l.mlp.forward(b, &s.h, &s.gate, &s.up, &s.act, &s.o, t)?;
-            b.add_assign(&s.x, &s.o, t * h)?;
+            let scratch = [&s.gate, &s.up, &s.act, &s.o];
+            l.mlp.add_to(b, &s.h, scratch, &s.x, t)?;
         }
         // 9. final norm and LM head
         self.head.forward(b, &s.x, &s.h, t, all_logits)

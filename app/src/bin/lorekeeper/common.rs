@@ -59,19 +59,14 @@ macro_rules! on_backend {
                 $body
             }
             $crate::common::BackendArg::Gpu => {
-                let ctx = lorekeeper_engine::GpuContext::new_blocking(
-                    lorekeeper_engine::Requirements::default(),
-                )?;
+                let ctx = $crate::common::gpu_context()?;
                 eprintln!("backend: gpu, {}", ctx.adapter_description());
                 let $b = &ctx;
                 $body
             }
             $crate::common::BackendArg::Auto => {
                 use lorekeeper_engine::choose;
-                let ctx = lorekeeper_engine::GpuContext::new_blocking(
-                    lorekeeper_engine::Requirements::default(),
-                )
-                .ok();
+                let ctx = $crate::common::gpu_context().ok();
                 match pollster::block_on(choose::decide(ctx.as_ref(), 2048, 2048)) {
                     choose::Decision::Gpu(why) => {
                         eprintln!("backend: gpu (auto), {why}");
@@ -90,6 +85,16 @@ macro_rules! on_backend {
     };
 }
 pub(crate) use on_backend;
+
+/// The GPU context with the default requirements, its fused kernels checked against the plain
+/// ops (a warning on stderr where they differ and are turned off).
+pub fn gpu_context() -> anyhow::Result<lorekeeper_engine::GpuContext> {
+    let mut ctx = lorekeeper_engine::GpuContext::new_blocking(Default::default())?;
+    if let Some(why) = pollster::block_on(ctx.verify_fused())? {
+        eprintln!("warning: {why}");
+    }
+    Ok(ctx)
+}
 
 /// Sets the CPU pool's thread count (`--threads`; `None` = the physical cores) and returns the
 /// count in effect.

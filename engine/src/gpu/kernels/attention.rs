@@ -7,15 +7,16 @@ use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel: one workgroup per (query head, query token) over the whole context.
 pub const KERNEL: Shader = crate::shader!("attention", common);
-/// Flash-decoding, pass 1: one workgroup per (KV head, key range, query token).
+/// Flash-decoding, pass 1: one workgroup per (KV head, key range, query token), head_dim a
+/// multiple of 4 (16-byte loads, state in registers).
+pub const DECODE: Shader = crate::shader!("attention_decode");
+/// Flash-decoding, pass 1 for any head_dim.
 pub const SPLIT: Shader = crate::shader!("attention_split");
 /// Flash-decoding, pass 2: the ranges' partial softmaxes merged per query head.
-pub const MERGE: Shader = crate::shader!("attention_merge");
+pub const MERGE: Shader = crate::shader!("attention_merge", common);
 
 /// Query tokens up to which the split (flash-decoding) kernels run: decode and short batches.
 const SPLIT_MAX_TOKENS: usize = 8;
-/// Workgroups the split pass aims to fill the device with.
-const SPLIT_TARGET_GROUPS: usize = 1024;
 
 /// Uniform parameters of `attention.wgsl` and `attention_split.wgsl` (the one-pass kernel
 /// ignores the key ranges).
@@ -61,9 +62,14 @@ struct MergeParams {
 }
 
 /// Key ranges for the split pass: `(keys per range, ranges)`, ranges a multiple of `wg` keys,
-/// as many as fill about [`SPLIT_TARGET_GROUPS`] workgroups.
-fn split_plan(keys: usize, kv_heads: usize, tokens: usize, wg: usize) -> (usize, usize) {
-    let max_splits = (SPLIT_TARGET_GROUPS / (kv_heads * tokens).max(1)).max(1);
+/// as many as fill about `target` workgroups (at most 1,024 ranges: the merge's limit).
+fn split_plan(
+    keys: usize,
+    (kv_heads, tokens): (usize, usize),
+    wg: usize,
+    target: usize,
+) -> (usize, usize) {
+    let max_splits = (target / (kv_heads * tokens).max(1)).clamp(1, 1024);
     let n = keys.div_ceil(wg).clamp(1, max_splits);
     let split = keys.div_ceil(n).div_ceil(wg) * wg;
     (split, keys.div_ceil(split))
@@ -74,6 +80,19 @@ fn split_plan(keys: usize, kv_heads: usize, tokens: usize, wg: usize) -> (usize,
 fn split_fits(s: &AttnShape, wg: usize) -> bool {
     let g = s.heads / s.kv_heads.max(1);
     s.tokens <= SPLIT_MAX_TOKENS && g <= 8 && g * (s.head_dim + 1) <= 1032 && g * wg <= 512
+}
+
+/// Whether `attention_decode.wgsl` takes this shape (with `wg` keys per tile): head_dim a
+/// multiple of 4, its limits on the group's query rows and tiles.
+fn decode_fits(s: &AttnShape, wg: usize) -> bool {
+    let (g, d4) = (s.heads / s.kv_heads.max(1), s.head_dim / 4);
+    s.tokens <= SPLIT_MAX_TOKENS
+        && s.head_dim.is_multiple_of(4)
+        && (1..=8).contains(&g)
+        && g * d4 <= 256
+        && d4 <= wg
+        && g * wg <= 1024
+        && (8..=256).contains(&wg)
 }
 
 /// Records attention. Shapes are checked by the caller; decode goes through the split
@@ -93,8 +112,12 @@ pub(crate) fn dispatch(
             format!("head_dim {} exceeds 4 x workgroup size {wg}", s.head_dim),
         ));
     }
+    let dwg = ctx.tuning.decode_wg;
+    if decode_fits(&s, dwg as usize) {
+        return dispatch_split(ctx, q, k, v, out, s, (&DECODE, dwg));
+    }
     if split_fits(&s, wg as usize) {
-        return dispatch_split(ctx, q, k, v, out, s, wg);
+        return dispatch_split(ctx, q, k, v, out, s, (&SPLIT, wg));
     }
     let p = Params::new(&s, 0, 0);
     ctx.dispatch(
@@ -113,10 +136,11 @@ fn dispatch_split(
     v: &wgpu::Buffer,
     out: &wgpu::Buffer,
     s: AttnShape,
-    wg: u32,
+    (kernel, wg): (&Shader, u32),
 ) -> Result<()> {
     let keys = s.pos0 + s.tokens;
-    let (split, n_splits) = split_plan(keys, s.kv_heads, s.tokens, wg as usize);
+    let target = ctx.tuning.attn_groups as usize;
+    let (split, n_splits) = split_plan(keys, (s.kv_heads, s.tokens), wg as usize, target);
     let rows = s.tokens * s.heads;
     let ml = ctx.take_scratch("attention partial (m, l)", (rows * n_splits * 8) as u64)?;
     let acc = ctx.take_scratch(
@@ -124,9 +148,16 @@ fn dispatch_split(
         (rows * n_splits * s.head_dim * 4) as u64,
     )?;
     let p = Params::new(&s, split, n_splits);
+    let g = (s.heads / s.kv_heads) as u32;
+    let d4 = (s.head_dim / 4) as u32;
+    let consts = [("WG", wg), ("G", g), ("D4", d4)];
     ctx.dispatch(
-        &SPLIT,
-        &[("WG", wg), ("G", (s.heads / s.kv_heads) as u32)],
+        kernel,
+        if kernel.label == DECODE.label {
+            &consts
+        } else {
+            &consts[..2]
+        },
         bytemuck::bytes_of(&p),
         &[q, k, v, &ml, &acc],
         [s.kv_heads as u32, n_splits as u32, s.tokens as u32],
@@ -139,7 +170,7 @@ fn dispatch_split(
     };
     ctx.dispatch(
         &MERGE,
-        &[("WG", wg)],
+        &[("WG", ctx.tuning.reduce_wg)],
         bytemuck::bytes_of(&mp),
         &[&ml, &acc, out],
         super::groups_for(rows, 1),
@@ -157,16 +188,13 @@ mod tests {
     fn split_plan_covers_the_keys_in_whole_tiles() {
         for keys in [1usize, 63, 64, 65, 700, 1025, 8193] {
             for (kv, tokens) in [(1, 1), (3, 1), (8, 1), (8, 4), (300, 1)] {
-                let (split, n) = split_plan(keys, kv, tokens, 64);
+                let (split, n) = split_plan(keys, (kv, tokens), 64, 1024);
                 assert_eq!(split % 64, 0, "{keys} keys");
                 assert!(
                     split * n >= keys && split * (n - 1) < keys,
                     "{keys}: {split} x {n}"
                 );
-                assert!(
-                    n == 1 || kv * tokens * n <= SPLIT_TARGET_GROUPS,
-                    "{keys}: {n}"
-                );
+                assert!(n == 1 || kv * tokens * n <= 1024, "{keys}: {n}");
             }
         }
     }

@@ -6,6 +6,7 @@
 
 override WG: u32 = 64u;   // invocations per workgroup, power of two, <= 256
 override TPR: u32 = 8u;   // threads per output row, power of two, <= WG
+override ACC: bool = false;  // add the product to `out` (a residual add in the epilogue)
 
 struct Params {
     m: u32,          // activation rows
@@ -24,6 +25,15 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> out: array<f32>; // [m][out_stride]
 
 var<workgroup> part: array<vec2<f32>, 256>;  // per-thread (scaled dot, scaled sum) partials
+
+// Writes output element `i`: the value, or (ACC) the value added to what is there.
+fn store(i: u32, v: f32) {
+    if (ACC) {
+        out[i] = out[i] + v;
+    } else {
+        out[i] = v;
+    }
+}
 
 // The (scaled dot, scaled sum) of a row summed over its TPR lanes, valid in lane 0. Every
 // invocation of the workgroup must call it (it holds barriers).

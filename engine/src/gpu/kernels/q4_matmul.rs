@@ -8,7 +8,8 @@ use crate::error::Result;
 use crate::gpu::buffer::GpuQ4;
 use crate::gpu::context::{GpuContext, Shader};
 
-/// The decode kernel (LQ4, lq4h): one 4-byte word per lane and step, for GPUs.
+/// The decode kernel (LQ4, lq4h): one 4-byte word per lane and step (`U` steps' loads issued
+/// together), for GPUs.
 pub const GEMV: Shader = crate::shader!("q4_gemv", gemv_common);
 /// The decode kernel for CPU rasterisers: one 32-weight group (16 bytes) per lane and step.
 pub const GEMV_GROUPS: Shader = crate::shader!("q4_gemv_groups", gemv_common);
@@ -51,6 +52,28 @@ impl Params {
     }
 }
 
+/// What the GEMV does with a row's product.
+#[derive(Clone, Copy)]
+pub(crate) enum Epilogue<'a> {
+    /// Stores it.
+    Store,
+    /// Adds it to the output (the residual add).
+    Add,
+    /// SwiGLU: the product is the gate's, `silu(gate) * up` is stored with the same row of
+    /// this up projection (the word-per-lane kernel; see [`glu_fits`]).
+    Glu(&'a GpuQ4),
+}
+
+/// Whether the GPU's word-per-lane GEMV computes SwiGLU of `gate` and `up` in one dispatch:
+/// matrices of one shape and layout, the tuning's kernel that one, an even number of row
+/// slots per workgroup.
+pub(crate) fn glu_fits(ctx: &GpuContext, gate: &GpuQ4, up: &GpuQ4) -> bool {
+    let t = ctx.tuning;
+    let same = (gate.rows, gate.cols, gate.kind, gate.sm_off, gate.rows_off)
+        == (up.rows, up.cols, up.kind, up.sm_off, up.rows_off);
+    same && gate.kind != GpuQ4::Q8 && !t.gemv_groups && (t.gemv_wg / t.gemv_tpr).is_multiple_of(2)
+}
+
 /// Records the matmul into the output window `(row stride, offset)`; `(w.rows, 0)` is a
 /// whole output. Shapes are checked by the caller.
 pub(crate) fn dispatch(
@@ -61,12 +84,32 @@ pub(crate) fn dispatch(
     out: &wgpu::Buffer,
     (m, window): (usize, (usize, usize)),
 ) -> Result<()> {
+    dispatch_with(ctx, kernel, x, w, out, (m, window), Epilogue::Store)
+}
+
+/// [`dispatch`] with a GEMV epilogue other than the store (the GEMM only stores: the caller
+/// composes the rest). Shapes are checked by the caller.
+pub(crate) fn dispatch_with(
+    ctx: &GpuContext,
+    kernel: MatmulKernel,
+    x: &wgpu::Buffer,
+    w: &GpuQ4,
+    out: &wgpu::Buffer,
+    (m, window): (usize, (usize, usize)),
+    epilogue: Epilogue<'_>,
+) -> Result<()> {
     let params = Params::for_matrix(w, m, window);
     let p = bytemuck::bytes_of(&params);
-    let buffers = [&w.buf, x, out];
+    let acc = u32::from(matches!(epilogue, Epilogue::Add));
+    let w2 = match epilogue {
+        Epilogue::Glu(up) => &up.buf,
+        _ => ctx.dummy(),
+    };
+    let buffers = [&w.buf, x, out, w2];
+    let t = ctx.tuning;
     let gemv = if w.kind == GpuQ4::Q8 {
         &Q8_GEMV
-    } else if ctx.tuning.gemv_groups {
+    } else if t.gemv_groups {
         &GEMV_GROUPS
     } else {
         &GEMV
@@ -75,18 +118,47 @@ pub(crate) fn dispatch(
         MatmulKernel::Gemv => gemv.label,
         MatmulKernel::Gemm => GEMM.label,
     };
-    ctx.note_weight_bytes(label, w.buf.size());
+    let up_bytes = match epilogue {
+        Epilogue::Glu(up) => up.buf.size(),
+        _ => 0,
+    };
+    ctx.note_weight_bytes(label, w.buf.size() + up_bytes);
     match kernel {
         MatmulKernel::Gemv => {
-            let t = ctx.tuning;
-            let mut g = groups_for(w.rows, t.gemv_wg / t.gemv_tpr);
+            let glu = matches!(epilogue, Epilogue::Glu(_));
+            let word_kernel = std::ptr::eq(gemv, &GEMV);
+            if glu && !word_kernel {
+                return Err(crate::error::shape_err(
+                    "q4_matmul_glu",
+                    "SwiGLU in one pass needs the word-per-lane GEMV".to_string(),
+                ));
+            }
+            let slots = t.gemv_wg / t.gemv_tpr;
+            let mut g = groups_for(w.rows, if glu { slots / 2 } else { slots });
             g[2] = m as u32;
-            let consts = [("WG", t.gemv_wg), ("TPR", t.gemv_tpr)];
-            ctx.dispatch(gemv, &consts, p, &buffers, g)
+            let consts = [
+                ("WG", t.gemv_wg),
+                ("TPR", t.gemv_tpr),
+                ("ACC", acc),
+                ("U", t.gemv_unroll),
+                ("GLU", u32::from(glu)),
+            ];
+            let (consts, buffers) = if word_kernel {
+                (&consts[..], &buffers[..])
+            } else {
+                (&consts[..3], &buffers[..3])
+            };
+            ctx.dispatch(gemv, consts, p, buffers, g)
         }
         MatmulKernel::Gemm => {
+            if !matches!(epilogue, Epilogue::Store) {
+                return Err(crate::error::shape_err(
+                    "q4_matmul",
+                    "the GEMM stores its product (no fused epilogue)".to_string(),
+                ));
+            }
             let g = [w.rows.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32, 1];
-            ctx.dispatch(&GEMM, &[], p, &buffers, g)
+            ctx.dispatch(&GEMM, &[], p, &buffers[..3], g)
         }
     }
 }

@@ -41,6 +41,6 @@ fn main(
     }
     let r = row_sum(lid, at.lane, vec2<f32>(acc_q, acc_m));
     if (at.lane == 0u && at.row < p.n) {
-        out[p.out_off + at.mi * p.out_stride + at.row] = r.x - r.y;
+        store(p.out_off + at.mi * p.out_stride + at.row, r.x - r.y);
     }
 }

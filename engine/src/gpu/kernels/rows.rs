@@ -7,6 +7,8 @@ use crate::gpu::context::{GpuContext, Shader};
 
 /// `x / rms(x) * (weight + offset)` per row.
 pub const RMS_NORM: Shader = crate::shader!("rms_norm", common);
+/// RMSNorm per head, then RoPE (Qwen3's q_norm / k_norm before the rotation).
+pub const RMS_NORM_ROPE: Shader = crate::shader!("rms_norm_rope", common);
 /// `(x - mean) / std * weight + bias` per row.
 pub const LAYER_NORM: Shader = crate::shader!("layer_norm", common);
 /// Softmax per row.
@@ -46,6 +48,38 @@ pub(crate) fn rms_norm(
     s: Rows,
 ) -> Result<()> {
     dispatch_rows(ctx, &RMS_NORM, s.words(), &[x, weight, out], s.rows)
+}
+
+/// Records RMSNorm of each head of `x` (`s.rows` = tokens x heads, `s.dim` = head_dim)
+/// followed by RoPE at `(heads, rot_dim, pos0)`, into `out`.
+pub(crate) fn rms_norm_rope(
+    ctx: &GpuContext,
+    (x, weight, table): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
+    out: &wgpu::Buffer,
+    s: Rows,
+    (heads, rot_dim, pos0): (usize, usize, usize),
+) -> Result<()> {
+    let w = s.words();
+    let params: [u32; 8] = [
+        w[0],
+        w[1],
+        w[2],
+        w[3],
+        heads as u32,
+        rot_dim as u32,
+        pos0 as u32,
+        0,
+    ];
+    let wg = ctx.tuning.reduce_wg;
+    let p = bytemuck::bytes_of(&params);
+    let groups = super::groups_for(s.rows, 1);
+    ctx.dispatch(
+        &RMS_NORM_ROPE,
+        &[("WG", wg)],
+        p,
+        &[x, weight, table, out],
+        groups,
+    )
 }
 
 /// Records LayerNorm of `x` into `out` (`weight`, `bias`).

@@ -461,9 +461,8 @@ impl<B: Backend> Architecture<B> for Qwen35<B> {
             b.add_assign(&s.x, &s.o, t * h)?;
             // 7. x += down(silu(gate(h2)) * up(h2)), h2 = rms_norm(x) * (1 + w)
             b.rms_norm(&s.x, &l.post_attention_layernorm, &s.h, t, h, eps, 1.0)?;
-            l.mlp
-                .forward(b, &s.h, &s.mlp_gate, &s.mlp_up, &s.act, &s.o, t)?;
-            b.add_assign(&s.x, &s.o, t * h)?;
+            let scratch = [&s.mlp_gate, &s.mlp_up, &s.act, &s.o];
+            l.mlp.add_to(b, &s.h, scratch, &s.x, t)?;
         }
         // 8. final norm and LM head
         self.head.forward(b, &s.x, &s.h, t, all_logits)

@@ -1,0 +1,98 @@
+//! Per-adapter tuning of the kernels (workgroup sizes, variants), picked from the adapter's
+//! type and overridable from the environment for measuring variants.
+
+use crate::error::{EngineError, Result};
+
+/// Adapter tuning picked from its type: CPU rasterisers (lavapipe, SwiftShader) prefer few
+/// threads per output row; discrete GPUs want wide rows for coalesced loads.
+#[derive(Clone, Copy, Debug)]
+pub struct Tuning {
+    /// Workgroup size of the 4-bit GEMV.
+    pub gemv_wg: u32,
+    /// Threads cooperating on one GEMV output row.
+    pub gemv_tpr: u32,
+    /// The 4-bit GEMV reads a 32-weight group (16 bytes) per lane and step (CPU rasterisers),
+    /// not one word.
+    pub gemv_groups: bool,
+    /// Steps of the word-per-lane GEMV (`q4_gemv.wgsl`) whose loads are issued together
+    /// before their arithmetic: 1 or 4.
+    pub gemv_unroll: u32,
+    /// Workgroup size of the row-wise reductions (norm, softmax).
+    pub reduce_wg: u32,
+    /// Workgroup size of attention.
+    pub attn_wg: u32,
+    /// Workgroup size (= keys per tile) of decode attention for head_dim a multiple of 4
+    /// (`attention_decode.wgsl`); 0: such shapes take the split kernel for any head_dim.
+    pub decode_wg: u32,
+    /// Workgroups decode attention aims to fill the device with (key ranges per KV head and
+    /// query token: this over their count, at least one tile each).
+    pub attn_groups: u32,
+    /// Workgroup size of element-wise kernels.
+    pub elem_wg: u32,
+    /// The fused kernels (the residual add in the GEMV, SwiGLU in one GEMV, RMSNorm with
+    /// RoPE); off: the plain ops they stand for (see `GpuContext::verify_fused`).
+    pub fuse: bool,
+}
+
+/// The environment variable whose `field=value,…` list overrides the adapter's tuning (for
+/// measuring variants, e.g. `gemv_unroll=1,decode_wg=64`); unset in normal use.
+pub const TUNING_ENV: &str = "LOREKEEPER_GPU_TUNING";
+
+impl Tuning {
+    /// This tuning with the overrides that `var` names in the environment, if set. An
+    /// unknown field or a value that is not a number is an error naming it.
+    pub(super) fn overridden(mut self, var: &str) -> Result<Tuning> {
+        let Ok(list) = std::env::var(var) else {
+            return Ok(self);
+        };
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let bad = |what: &str| EngineError::Gpu(format!("{var}: {what} in '{item}'"));
+            let (field, value) = item.split_once('=').ok_or_else(|| bad("no '='"))?;
+            let v: u32 = value.trim().parse().map_err(|_| bad("not a number"))?;
+            match field.trim() {
+                "gemv_wg" => self.gemv_wg = v,
+                "gemv_tpr" => self.gemv_tpr = v,
+                "gemv_groups" => self.gemv_groups = v != 0,
+                "gemv_unroll" => self.gemv_unroll = v,
+                "reduce_wg" => self.reduce_wg = v,
+                "attn_wg" => self.attn_wg = v,
+                "decode_wg" => self.decode_wg = v,
+                "attn_groups" => self.attn_groups = v,
+                "elem_wg" => self.elem_wg = v,
+                "fuse" => self.fuse = v != 0,
+                _ => return Err(bad("unknown field")),
+            }
+        }
+        let t = self;
+        let pow2 = [t.gemv_wg, t.gemv_tpr, t.reduce_wg, t.attn_wg, t.elem_wg];
+        if pow2.iter().any(|&v| !v.is_power_of_two() || v > 256)
+            || (t.decode_wg != 0 && (!t.decode_wg.is_power_of_two() || t.decode_wg > 256))
+            || t.gemv_tpr > t.gemv_wg
+            || !matches!(t.gemv_unroll, 1 | 4)
+            || t.attn_groups == 0
+        {
+            return Err(EngineError::Gpu(format!(
+                "{var}: workgroup sizes and threads per row must be powers of two up to 256 \
+                 (threads per row up to the GEMV's workgroup; decode_wg 0 or one), the GEMV's \
+                 unroll 1 or 4 and attention's workgroups positive: {t:?}"
+            )));
+        }
+        Ok(self)
+    }
+
+    pub(super) fn for_adapter(info: &wgpu::AdapterInfo) -> Tuning {
+        let cpu = matches!(info.device_type, wgpu::DeviceType::Cpu);
+        Tuning {
+            gemv_wg: 64,
+            gemv_tpr: if cpu { 1 } else { 32 },
+            gemv_groups: cpu,
+            gemv_unroll: 4,
+            reduce_wg: if cpu { 64 } else { 128 },
+            attn_wg: 64,
+            decode_wg: if cpu { 64 } else { 128 },
+            attn_groups: 1024,
+            elem_wg: 64,
+            fuse: true,
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! A check, on the adapter in hand, that the fused kernels (the residual add in the GEMV,
+//! SwiGLU in one GEMV, RMSNorm with RoPE) give what the plain ops they stand for give. The
+//! kernel tests hold them to the oracle on lavapipe in CI, but a driver that compiles one of
+//! them wrongly should cost speed, not answers: where they differ, the context turns the
+//! fusions off and says why.
+
+use crate::backend::{rope_table, Backend, MatmulKernel, RopeShape};
+use crate::error::Result;
+use crate::gpu::GpuContext;
+use crate::quant::Q4Matrix;
+use crate::rng::Pcg32;
+
+/// Output rows of the check's matrices: not a multiple of any workgroup's rows.
+const ROWS: usize = 70;
+/// Their input features.
+const COLS: usize = 96;
+
+impl GpuContext {
+    /// Runs the fused ops and the plain ones on the same small random inputs; if any output
+    /// differs beyond float rounding, leaves the fusions off (`tuning.fuse = false`) and
+    /// returns what differed. `Ok(None)`: they agree (or the fusions were off already).
+    pub async fn verify_fused(&mut self) -> Result<Option<String>> {
+        if !self.tuning.fuse {
+            return Ok(None);
+        }
+        let fused = outputs(self).await?;
+        self.tuning.fuse = false;
+        let plain = outputs(self).await?;
+        for ((op, f), p) in fused.iter().zip(&plain) {
+            let bad = f.iter().zip(&p.1).position(|(&a, &b)| {
+                let diff = (a - b).abs();
+                !diff.is_finite() || diff > 1e-4 + 1e-4 * b.abs()
+            });
+            if let Some(i) = bad {
+                return Ok(Some(format!(
+                    "the fused {op} on {} gave {} at [{i}] where the plain ops give {}; \
+                     the fusions are off",
+                    self.adapter_description(),
+                    f[i],
+                    p.1[i]
+                )));
+            }
+        }
+        self.tuning.fuse = true;
+        Ok(None)
+    }
+}
+
+/// The residual-add GEMV, the SwiGLU GEMV and RMSNorm with RoPE on fixed random inputs.
+async fn outputs(b: &GpuContext) -> Result<Vec<(&'static str, Vec<f32>)>> {
+    let mut rng = Pcg32::new(0xf05e);
+    let mut matrix =
+        |name| Q4Matrix::quantize(name, ROWS, COLS, &rng.normal_vec(ROWS * COLS, 0.05));
+    let (wg, wu) = (matrix("check gate")?, matrix("check up")?);
+    let (wg, wu) = (
+        b.upload_q4("check gate", &wg)?,
+        b.upload_q4("check up", &wu)?,
+    );
+    let x = b.upload("check x", &rng.normal_vec(COLS, 1.0))?;
+    let acc = b.upload("check residual", &rng.normal_vec(ROWS, 1.0))?;
+    let [t1, t2, glu] = ["check t1", "check t2", "check glu"].map(|l| b.alloc(l, ROWS));
+    let (t1, t2, glu) = (t1?, t2?, glu?);
+    let gemv = MatmulKernel::Gemv;
+    b.q4_matmul_add(&x, &wg, &acc, &t1, (1, ROWS), gemv)?;
+    b.q4_matmul_glu(&x, (&wg, &wu), (&t1, &t2), &glu, (1, ROWS), gemv)?;
+    // Three heads of 40 dims at position 5, the last 8 dims unrotated.
+    let shape = RopeShape {
+        tokens: 1,
+        heads: 3,
+        head_dim: 40,
+        rot_dim: 32,
+        pos0: 5,
+    };
+    let heads = b.upload("check heads", &rng.normal_vec(120, 2.0))?;
+    let w = b.upload("check norm", &rng.normal_vec(40, 1.0))?;
+    let table = b.upload("check rope", &rope_table(1e6, 32, 6))?;
+    let normed = b.alloc("check normed", 120)?;
+    b.rms_norm_rope(&heads, &w, &normed, (1e-6, 0.0), &table, shape)?;
+    Ok(vec![
+        ("residual-add GEMV", b.read(&acc, 0, ROWS).await?),
+        ("SwiGLU GEMV", b.read(&glu, 0, ROWS).await?),
+        ("RMSNorm with RoPE", b.read(&normed, 0, 120).await?),
+    ])
+}
