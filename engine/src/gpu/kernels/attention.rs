@@ -9,9 +9,9 @@ use crate::gpu::context::{GpuContext, Shader};
 pub const KERNEL: Shader = crate::shader!("attention", common);
 /// Flash-decoding, pass 1: one workgroup per (KV head, key range, query token), head_dim a
 /// multiple of 4 (16-byte loads, state in registers).
-pub const DECODE: Shader = crate::shader!("attention_decode");
+pub const DECODE: Shader = crate::shader!("attention_decode", attention_params);
 /// Flash-decoding, pass 1 for any head_dim.
-pub const SPLIT: Shader = crate::shader!("attention_split");
+pub const SPLIT: Shader = crate::shader!("attention_split", attention_params);
 /// Flash-decoding, pass 2: the ranges' partial softmaxes merged per query head.
 pub const MERGE: Shader = crate::shader!("attention_merge", common);
 

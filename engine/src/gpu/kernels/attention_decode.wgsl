@@ -15,27 +15,12 @@
 //      r, r + R, ... (R = WG / D4 rows at once, consecutive lanes on consecutive 16 bytes of a
 //      row), four rows per step;
 // and the R partial outputs are summed once at the end.
+// Prelude: attention_params.wgsl (the uniform parameters, binding 0).
 
 override WG: u32 = 128u;  // invocations = keys per tile; power of two, 8 <= WG <= 256, G * WG <= 1024
 override G: u32 = 4u;     // query heads per KV head (heads / kv_heads), <= 8
 override D4: u32 = 32u;   // head_dim / 4; G * D4 <= 256, D4 <= WG
 
-struct Params {
-    tokens: u32,
-    heads: u32,
-    kv_heads: u32,
-    head_dim: u32,
-    pos0: u32,     // position of query 0
-    scale: f32,    // score scale, usually head_dim^-0.5
-    causal: u32,   // 1: query t sees keys 0..=pos0+t; 0: every query sees 0..pos0+tokens
-    split: u32,    // keys per range, a multiple of WG
-    n_splits: u32, // ranges
-    _p0: u32,
-    _p1: u32,
-    _p2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;          // [tokens][heads][D4]
 @group(0) @binding(2) var<storage, read> kc: array<vec4<f32>>;         // [ctx][kv_heads][D4]
 @group(0) @binding(3) var<storage, read> vc: array<vec4<f32>>;         // [ctx][kv_heads][D4]

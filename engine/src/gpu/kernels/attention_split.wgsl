@@ -10,27 +10,12 @@
 // in sub-tiles and scored there against the group's G query rows, the tile's max and sum per
 // head come from G threads, and the value rows are read coalesced (thread lid owns output dims
 // lid, lid + WG, ...).
+// Prelude: attention_params.wgsl (the uniform parameters, binding 0).
 
 override WG: u32 = 64u;  // invocations per workgroup; G * WG <= 512, G * (head_dim + 1) <= 1032,
                          // head_dim <= 4 * WG
 override G: u32 = 1u;    // query heads per KV head (heads / kv_heads), <= 8
 
-struct Params {
-    tokens: u32,
-    heads: u32,
-    kv_heads: u32,
-    head_dim: u32,
-    pos0: u32,     // position of query 0
-    scale: f32,    // score scale, usually head_dim^-0.5
-    causal: u32,   // 1: query t sees keys 0..=pos0+t; 0: every query sees 0..pos0+tokens
-    split: u32,    // keys per range, a multiple of WG
-    n_splits: u32, // ranges
-    _p0: u32,
-    _p1: u32,
-    _p2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;             // [tokens][heads][head_dim]
 @group(0) @binding(2) var<storage, read> kc: array<f32>;            // [ctx][kv_heads][head_dim]
 @group(0) @binding(3) var<storage, read> vc: array<f32>;            // [ctx][kv_heads][head_dim]
