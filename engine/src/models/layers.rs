@@ -152,9 +152,7 @@ impl<B: Backend> Linear<B> {
             Linear::F32 { w, rows, cols } => b.f32_matmul(x, w, *rows, *cols, out, m, kernel),
         }
     }
-}
 
-impl<B: Backend> Linear<B> {
     /// `acc[m][rows] += x[m][cols] W^T` (the matmul and the residual add; `tmp` holds
     /// `[m][rows]` where they are two passes).
     pub fn forward_add(

@@ -66,11 +66,13 @@ macro_rules! on_backend {
             }
             $crate::common::BackendArg::Auto => {
                 use lorekeeper_engine::choose;
-                let ctx = $crate::common::gpu_context().ok();
+                let ctx = lorekeeper_engine::GpuContext::new_blocking(Default::default()).ok();
                 match pollster::block_on(choose::decide(ctx.as_ref(), 2048, 2048)) {
                     choose::Decision::Gpu(why) => {
                         eprintln!("backend: gpu (auto), {why}");
-                        let $b = anyhow::Context::context(ctx.as_ref(), "the chosen GPU vanished")?;
+                        let ctx = anyhow::Context::context(ctx, "the chosen GPU vanished")?;
+                        let ctx = $crate::common::checked(ctx)?;
+                        let $b = &ctx;
                         $body
                     }
                     choose::Decision::Cpu(why) => {
@@ -86,10 +88,18 @@ macro_rules! on_backend {
 }
 pub(crate) use on_backend;
 
-/// The GPU context with the default requirements, its fused kernels checked against the plain
-/// ops (a warning on stderr where they differ and are turned off).
+/// The GPU context with the default requirements, [`checked`].
 pub fn gpu_context() -> anyhow::Result<lorekeeper_engine::GpuContext> {
-    let mut ctx = lorekeeper_engine::GpuContext::new_blocking(Default::default())?;
+    checked(lorekeeper_engine::GpuContext::new_blocking(
+        Default::default(),
+    )?)
+}
+
+/// `ctx` with its fused kernels checked against the plain ops, once it is the backend that
+/// runs (a warning on stderr where they differ and are turned off).
+pub fn checked(
+    mut ctx: lorekeeper_engine::GpuContext,
+) -> anyhow::Result<lorekeeper_engine::GpuContext> {
     if let Some(why) = pollster::block_on(ctx.verify_fused())? {
         eprintln!("warning: {why}");
     }
