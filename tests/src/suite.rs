@@ -200,6 +200,68 @@ pub async fn q4_fused<B: Backend>(b: &B, seed: u64) -> Check {
     Ok(said.join("; "))
 }
 
+/// The CPU's row kernels for the instruction set in use (AVX2 natively here, `simd128` in
+/// Chromium's wasm, relaxed SIMD in the page's threaded build) against the portable scalar
+/// ones, through `rows_dot` as the GEMV calls it: LQ4, `lq4h` and `q8_0` rows, one and two
+/// activation rows, a block of rows inside the matrix, every group count from 1 to 9 and
+/// 18–19 (each remainder of the SIMD forms' two- and four-group steps).
+pub fn cpu_rows(seed: u64) -> Check {
+    use lorekeeper_engine::cpu::q8::Q8Rows;
+    use lorekeeper_engine::cpu::simd::{rows_dot, Isa, RowBlock};
+    let op = "cpu_rows";
+    let mut rng = Pcg32::new(seed + 1300);
+    let isa = Isa::best();
+    let mut worst = 0f64;
+    for groups in (1..=9).chain(18..=19) {
+        let (n, k, m) = (rng.range(6, 20), 32 * groups, rng.range(1, 2));
+        let x = rng.normal_vec(m * k, 1.0);
+        for scales in LAYOUTS {
+            let w = random_q4_as(&mut rng, scales, n, k);
+            let mut xq = Q8Rows::default();
+            if scales == BlockLayout::Q8 {
+                xq.quantize_natural(&x, m, k);
+            } else {
+                xq.quantize(&x, m, k);
+            }
+            let block = RowBlock::of(&w);
+            let mut scratch = vec![0f32; groups];
+            let run = |isa: Isa, scratch: &mut [f32]| {
+                let mut got = vec![f32::NAN; m * n];
+                rows_dot(isa, block, 1..n - 1, &xq, scratch, |r, mi, a, b| {
+                    let (d, dmin) = w.row_scales(r);
+                    got[mi * n + r] = d * a - dmin * b;
+                });
+                got
+            };
+            let want: Vec<f64> = run(Isa::Scalar, &mut scratch)
+                .iter()
+                .map(|&v| v as f64)
+                .collect();
+            let got = run(isa, &mut scratch);
+            let shape = format!("{} {} m={m} n={n} k={k}", isa.name(), w.layout_name());
+            // Rows outside the block stay unwritten (NaN in both).
+            let inside = |i: &usize| (1..n - 1).contains(&(i % n));
+            let (w_in, g_in): (Vec<f64>, Vec<f32>) =
+                (0..m * n).filter(inside).map(|i| (want[i], got[i])).unzip();
+            if (0..m * n).any(|i| !inside(&i) && !got[i].is_nan()) {
+                return Err(format!("{op} {shape}: a row outside the block was written"));
+            }
+            compare(op, shape, bounds::Q4_MATMUL, &w_in, &g_in)?;
+            let max = w_in
+                .iter()
+                .zip(&g_in)
+                .map(|(a, &b)| (a - b as f64).abs())
+                .fold(0f64, f64::max);
+            worst = worst.max(max);
+        }
+    }
+    Ok(format!(
+        "{op} {}: groups 1–9, 18–19 on LQ4, lq4h, q8_0: max abs err {worst:.2e} within {}",
+        isa.name(),
+        bounds::Q4_MATMUL
+    ))
+}
+
 /// 4-bit GEMV (decode).
 pub async fn q4_gemv<B: Backend>(b: &B, seed: u64) -> Check {
     q4_matmul(b, seed, MatmulKernel::Gemv).await

@@ -203,6 +203,13 @@ fn gemv_every_threads_per_row() {
 }
 
 #[test]
+fn cpu_rows_match_the_scalar_rows() {
+    for seed in SEEDS {
+        report(&CpuBackend.describe(), seed, suite::cpu_rows(seed));
+    }
+}
+
+#[test]
 fn cpu_matmuls_on_one_and_three_threads() {
     // The CPU's 4-bit matmuls split rows over threads; one thread and an odd count that does
     // not divide the shapes must give the same checked results (rayon's GEMM pool has exactly

@@ -90,6 +90,13 @@ const QWEN35_GOLDEN: &str = include_str!("../fixtures/qwen35-lora/golden.json");
 /// The tiny Qwen3.5 hybrid (LoRA merged) against transformers, in the page: Gated DeltaNet and
 /// gated attention on WebGPU and on the wasm CPU reference, the body of `tests/qwen35.rs`.
 #[wasm_bindgen_test]
+fn cpu_rows_match_the_scalar_rows() {
+    for seed in SEEDS {
+        report(&CpuBackend.describe(), seed, suite::cpu_rows(seed));
+    }
+}
+
+#[wasm_bindgen_test]
 async fn qwen35_tiny_matches_transformers() {
     let g = gpu().await;
     for r in [

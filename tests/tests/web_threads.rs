@@ -80,6 +80,13 @@ async fn pool_up() {
 }
 
 #[wasm_bindgen_test]
+fn cpu_rows_match_the_scalar_rows() {
+    for seed in SEEDS {
+        report(seed, suite::cpu_rows(seed));
+    }
+}
+
+#[wasm_bindgen_test]
 async fn pool_runs_jobs_on_every_thread_and_covers_each_index_once() {
     pool_up().await;
     assert_eq!(pool::threads(), THREADS);

@@ -6,7 +6,8 @@ use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 
 use super::math::GEMM_MIN_ROWS;
 use super::{
-    attention, elementwise, embed, importance, matmul, norm, pool, recurrent, rope, select, simd,
+    attention, elementwise, embed, gemv, importance, matmul, norm, pool, recurrent, rope, select,
+    simd,
 };
 use crate::backend::{
     check, need_len, AttnShape, Backend, BufferLen, DeltaShape, KvFormat, MatmulKernel, RopeShape,
@@ -150,6 +151,64 @@ impl Backend for CpuBackend {
         let (x, mut o) = (x.get(), out.get_mut());
         matmul::q4_matmul_into(&x, w, &mut o, m, (w.rows, 0));
         let _ = kernel; // the row count decides: few rows → integer GEMV, else SGEMM
+        Ok(())
+    }
+
+    fn q4_matmul_add(
+        &self,
+        x: &CpuBuffer,
+        w: &Arc<Q4Matrix>,
+        acc: &CpuBuffer,
+        tmp: &CpuBuffer,
+        (m, n_out): (usize, usize),
+        kernel: MatmulKernel,
+    ) -> Result<()> {
+        if n_out != m * w.rows {
+            return Err(shape_err(
+                "q4_matmul_add",
+                format!("{n_out} outputs for [{m}, {}]", w.rows),
+            ));
+        }
+        if !matmul::is_gemv(m) {
+            self.q4_matmul(x, w, tmp, m, kernel)?;
+            return self.add_assign(acc, tmp, n_out);
+        }
+        check::q4_matmul(x, acc, w.rows, w.cols, m)?;
+        no_alias("q4_matmul_add", acc, &[x])?;
+        gemv::q4_gemv_q8_add(&x.get(), w, m, &mut acc.get_mut());
+        Ok(())
+    }
+
+    fn q4_matmul_glu(
+        &self,
+        x: &CpuBuffer,
+        (w_gate, w_up): (&Arc<Q4Matrix>, &Arc<Q4Matrix>),
+        (gate, up): (&CpuBuffer, &CpuBuffer),
+        out: &CpuBuffer,
+        (m, n_out): (usize, usize),
+        kernel: MatmulKernel,
+    ) -> Result<()> {
+        if n_out != m * w_gate.rows || (w_up.rows, w_up.cols) != (w_gate.rows, w_gate.cols) {
+            return Err(shape_err(
+                "q4_matmul_glu",
+                format!(
+                    "{n_out} outputs for gate [{m}, {}] × [{}, {}] and up [{}, {}]",
+                    w_gate.rows, w_gate.rows, w_gate.cols, w_up.rows, w_up.cols
+                ),
+            ));
+        }
+        if !matmul::is_gemv(m) {
+            self.q4_matmul(x, w_gate, gate, m, kernel)?;
+            self.q4_matmul(x, w_up, up, m, kernel)?;
+            return self.silu_mul(gate, up, out, n_out);
+        }
+        check::q4_matmul(x, gate, w_gate.rows, w_gate.cols, m)?;
+        check::q4_matmul(x, out, w_gate.rows, w_gate.cols, m)?;
+        no_alias("q4_matmul_glu", out, &[x, gate])?;
+        no_alias("q4_matmul_glu", gate, &[x])?;
+        let x = x.get();
+        let (mut g, mut o) = (gate.get_mut(), out.get_mut());
+        gemv::q4_gemv_q8_glu(&x, (w_gate, w_up), m, &mut g, &mut o);
         Ok(())
     }
 

@@ -7,8 +7,8 @@
 //! (`tests/src/oracle.rs`); the scalar instruction set is the reference of the SIMD ones.
 
 use super::math::OutPtr;
-use super::q8::{Lq4Row, Q8Rows};
-use super::simd::{lq4_q8, q8_q8, Isa};
+use super::q8::Q8Rows;
+use super::simd::{rows_dot, Isa, RowBlock};
 use crate::quant::{BlockLayout, Q4Matrix, GROUP};
 
 /// Rows per task at least (a task's fixed cost is a few hundred nanoseconds).
@@ -30,54 +30,190 @@ pub fn q4_gemv_q8(x: &[f32], w: &Q4Matrix, m: usize, out: &mut [f32], stride: us
         "q4_gemv_q8: shapes were not checked"
     );
     let groups = k / GROUP;
-    let mut xq = Q8Rows::default();
-    if w.layout == BlockLayout::Q8 {
-        xq.quantize_natural(x, m, k);
-    } else {
-        xq.quantize(x, m, k);
-    }
-    let xq = &xq;
-    let bytes: &[u8] = bytemuck::cast_slice(&w.data);
-    let sm = 4 * w.sm_offset();
-    let sb = w.layout.group_bytes() * groups;
+    let xq = &quantized(x, w, m);
+    let block = RowBlock::of(w);
     let isa = Isa::best();
     let base = OutPtr(out.as_mut_ptr());
-    if w.layout == BlockLayout::Q8 {
-        let codes: &[i8] = bytemuck::cast_slice(&bytes[..4 * w.sm_offset()]);
-        let run = |r0: usize, r1: usize| {
-            let mut scratch = vec![0f32; groups];
-            let p = base;
-            for r in r0..r1 {
-                let (c, s) = (
-                    &codes[r * k..(r + 1) * k],
-                    &bytes[sm + sb * r..sm + sb * (r + 1)],
-                );
-                for mi in 0..m {
-                    let v = q8_q8(isa, c, s, xq.row(mi), &mut scratch);
-                    // SAFETY: as below.
-                    unsafe { *p.0.add(mi * stride + off + r) = v };
-                }
-            }
-        };
-        return super::pool::for_ranges(rows, MIN_ROWS_PER_TASK, run);
-    }
     let run = |r0: usize, r1: usize| {
         let mut scratch = vec![0f32; groups];
         let p = base;
-        for r in r0..r1 {
-            let row = Lq4Row {
-                codes: &bytes[r * k / 2..(r + 1) * k / 2],
-                subs: &bytes[sm + sb * r..sm + sb * (r + 1)],
-                layout: w.layout,
-            };
+        rows_dot(isa, block, r0..r1, xq, &mut scratch, |r, mi, a, b| {
             let (d, dmin) = w.row_scales(r);
-            for mi in 0..m {
-                let (a, b) = lq4_q8(isa, row, xq.row(mi), &mut scratch);
-                // SAFETY: mi·stride + off + r < (m−1)·stride + off + rows <= out.len() (asserted
-                // above); tasks own disjoint row ranges, so no element is written twice.
-                unsafe { *p.0.add(mi * stride + off + r) = d * a - dmin * b };
-            }
-        }
+            // SAFETY: mi·stride + off + r < (m−1)·stride + off + rows <= out.len() (asserted
+            // above); tasks own disjoint row ranges, so no element is written twice.
+            unsafe { *p.0.add(mi * stride + off + r) = d * a - dmin * b };
+        });
     };
     super::pool::for_ranges(rows, MIN_ROWS_PER_TASK, run);
+}
+
+/// `acc[mi * rows + r] += Σ_k x[mi][k] · W[r][k]`: [`q4_gemv_q8`] with the residual add in its
+/// epilogue (the same sum as the GEMV into a buffer and an add after it, bit for bit, in one
+/// pass over `acc` and no temporary). Shapes are checked by the backend first.
+pub fn q4_gemv_q8_add(x: &[f32], w: &Q4Matrix, m: usize, acc: &mut [f32]) {
+    let (rows, k) = (w.rows, w.cols);
+    if m == 0 || rows == 0 {
+        return;
+    }
+    assert!(
+        x.len() >= m * k && acc.len() >= m * rows && w.data.len() == w.layout.words(rows, k),
+        "q4_gemv_q8_add: shapes were not checked"
+    );
+    let xq = &quantized(x, w, m);
+    let block = RowBlock::of(w);
+    let isa = Isa::best();
+    let base = OutPtr(acc.as_mut_ptr());
+    let run = |r0: usize, r1: usize| {
+        let mut scratch = vec![0f32; k / GROUP];
+        let p = base;
+        rows_dot(isa, block, r0..r1, xq, &mut scratch, |r, mi, a, b| {
+            let (d, dmin) = w.row_scales(r);
+            // SAFETY: mi·rows + r < m·rows <= acc.len() (asserted above); tasks own disjoint
+            // row ranges.
+            unsafe { *p.0.add(mi * rows + r) += d * a - dmin * b };
+        });
+    };
+    super::pool::for_ranges(rows, MIN_ROWS_PER_TASK, run);
+}
+
+/// SwiGLU's gated product in one job: `gate[i] = x·W_gate[r]`, then
+/// `out[i] = silu(gate[i]) · (x·W_up[r])` for `i = mi * rows + r`, each task computing both
+/// matrices' rows of its range (one pass over the pool instead of two GEMVs and an
+/// element-wise op; the same values, bit for bit, as [`super::elementwise::silu_mul`] over the
+/// two GEMVs). `w_up` has `w_gate`'s shape; shapes are checked by the backend first.
+pub fn q4_gemv_q8_glu(
+    x: &[f32],
+    (w_gate, w_up): (&Q4Matrix, &Q4Matrix),
+    m: usize,
+    gate: &mut [f32],
+    out: &mut [f32],
+) {
+    let (rows, k) = (w_gate.rows, w_gate.cols);
+    if m == 0 || rows == 0 {
+        return;
+    }
+    assert!(
+        (w_up.rows, w_up.cols) == (rows, k)
+            && x.len() >= m * k
+            && gate.len() >= m * rows
+            && out.len() >= m * rows
+            && w_gate.data.len() == w_gate.layout.words(rows, k)
+            && w_up.data.len() == w_up.layout.words(rows, k),
+        "q4_gemv_q8_glu: shapes were not checked"
+    );
+    let xg = quantized(x, w_gate, m);
+    // The activations' order depends only on whether the rows are `q8_0`.
+    let xu_own = ((w_up.layout == BlockLayout::Q8) != (w_gate.layout == BlockLayout::Q8))
+        .then(|| quantized(x, w_up, m));
+    let (xg, xu) = (&xg, xu_own.as_ref().unwrap_or(&xg));
+    let (bg, bu) = (RowBlock::of(w_gate), RowBlock::of(w_up));
+    let isa = Isa::best();
+    let (gp, op) = (OutPtr(gate.as_mut_ptr()), OutPtr(out.as_mut_ptr()));
+    let run = |r0: usize, r1: usize| {
+        let mut scratch = vec![0f32; k / GROUP];
+        let (gp, op) = (gp, op);
+        rows_dot(isa, bg, r0..r1, xg, &mut scratch, |r, mi, a, b| {
+            let (d, dmin) = w_gate.row_scales(r);
+            // SAFETY: mi·rows + r < m·rows <= gate.len() (asserted above); tasks own disjoint
+            // row ranges.
+            unsafe { *gp.0.add(mi * rows + r) = d * a - dmin * b };
+        });
+        rows_dot(isa, bu, r0..r1, xu, &mut scratch, |r, mi, a, b| {
+            let (d, dmin) = w_up.row_scales(r);
+            let i = mi * rows + r;
+            // SAFETY: i < m·rows <= gate.len(), out.len(); gate[i] was written by this task
+            // just above.
+            unsafe {
+                let g = *gp.0.add(i);
+                *op.0.add(i) = g / (1.0 + (-g).exp()) * (d * a - dmin * b);
+            }
+        });
+    };
+    super::pool::for_ranges(rows, MIN_ROWS_PER_TASK, run);
+}
+
+/// `x`'s `m` rows rounded to 8-bit blocks in the order `w`'s rows are stored in (natural for
+/// `q8_0`, paired for the 4-bit layouts).
+fn quantized(x: &[f32], w: &Q4Matrix, m: usize) -> Q8Rows {
+    let mut xq = Q8Rows::default();
+    if w.layout == BlockLayout::Q8 {
+        xq.quantize_natural(x, m, w.cols);
+    } else {
+        xq.quantize(x, m, w.cols);
+    }
+    xq
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Pcg32;
+
+    /// The fused epilogues give the plain ops' values bit for bit (the GEMV into a buffer,
+    /// then the add, or the two GEMVs, then `silu_mul`), on every layout, one and three
+    /// activation rows, a row count that is not a multiple of the task size.
+    #[test]
+    fn fused_epilogues_equal_the_plain_ops() {
+        let mut rng = Pcg32::new(17);
+        let (rows, k) = (37, 32 * 7);
+        let raw4: Vec<u8> = (0..rows * 7)
+            .flat_map(|_| {
+                let mut b: Vec<u8> = [0.02f32, -0.01]
+                    .iter()
+                    .flat_map(|v| half::f16::from_f32(*v).to_bits().to_le_bytes())
+                    .collect();
+                b.extend((0..16).map(|_| rng.next_u32() as u8));
+                b
+            })
+            .collect();
+        let raw8: Vec<u8> = (0..rows * 7)
+            .flat_map(|_| {
+                let mut b = half::f16::from_f32(0.003).to_bits().to_le_bytes().to_vec();
+                b.extend((0..32).map(|_| rng.next_u32() as u8));
+                b
+            })
+            .collect();
+        let lq4 = |rng: &mut Pcg32| {
+            Q4Matrix::quantize("w", rows, k, &rng.normal_vec(rows * k, 0.05)).expect("lq4")
+        };
+        let pairs = [
+            (lq4(&mut rng), lq4(&mut rng)),
+            (
+                Q4Matrix::from_ggml_q4_1("g", rows, k, &raw4).expect("q4_1"),
+                lq4(&mut rng),
+            ),
+            (
+                Q4Matrix::from_ggml_q8_0("g", rows, k, &raw8).expect("q8_0"),
+                Q4Matrix::from_ggml_q4_1("u", rows, k, &raw4).expect("q4_1"),
+            ),
+        ];
+        for (wg, wu) in &pairs {
+            for m in [1usize, 3] {
+                let x = rng.normal_vec(m * k, 1.0);
+                let acc0 = rng.normal_vec(m * rows, 1.0);
+                let (mut g, mut u, mut want) = (
+                    vec![0f32; m * rows],
+                    vec![0f32; m * rows],
+                    vec![0f32; m * rows],
+                );
+                q4_gemv_q8(&x, wg, m, &mut g, rows, 0);
+                q4_gemv_q8(&x, wu, m, &mut u, rows, 0);
+                super::super::elementwise::silu_mul(&g, &u, &mut want, m * rows);
+                let (mut gate, mut out) = (vec![0f32; m * rows], vec![0f32; m * rows]);
+                q4_gemv_q8_glu(&x, (wg, wu), m, &mut gate, &mut out);
+                assert_eq!(gate, g, "{} gate m={m}", wg.layout.name());
+                assert_eq!(
+                    out,
+                    want,
+                    "{} × {} glu m={m}",
+                    wg.layout.name(),
+                    wu.layout.name()
+                );
+                let mut acc = acc0.clone();
+                q4_gemv_q8_add(&x, wg, m, &mut acc);
+                let plain: Vec<f32> = acc0.iter().zip(&g).map(|(a, b)| a + b).collect();
+                assert_eq!(acc, plain, "{} add m={m}", wg.layout.name());
+            }
+        }
+    }
 }

@@ -27,6 +27,12 @@ pub fn f32_matmul(x: &[f32], w: &[f32], rows: usize, cols: usize, out: &mut [f32
 
 /// `out[mi * stride + off + r] = (x Wᵀ)[mi][r]`: the integer GEMV for fewer than
 /// [`GEMM_MIN_ROWS`] activation rows, the packed SGEMM (dequantized weights) otherwise.
+/// True where a matmul of `m` activation rows takes the integer GEMV (decode and other
+/// few-row products) rather than the dequantizing SGEMM.
+pub(crate) fn is_gemv(m: usize) -> bool {
+    m < GEMM_MIN_ROWS
+}
+
 pub(crate) fn q4_matmul_into(
     x: &[f32],
     w: &Q4Matrix,
@@ -34,7 +40,7 @@ pub(crate) fn q4_matmul_into(
     m: usize,
     (stride, off): (usize, usize),
 ) {
-    if m < GEMM_MIN_ROWS {
+    if is_gemv(m) {
         return gemv::q4_gemv_q8(x, w, m, out, stride, off);
     }
     if (stride, off) == (w.rows, 0) {

@@ -9,7 +9,108 @@
 
 use core::arch::wasm32::*;
 
+use super::{each_row, f16_to_f32, half_scales_tail, RowBlock};
 use crate::cpu::q8::{Lq4Row, Q8Row};
+use crate::quant::BlockLayout;
+
+/// [`super::rows_dot`]'s loop with this file's row forms (the loop compiled here, so the
+/// per-row dispatch and checks of [`super::lq4_q8`] are not paid per row).
+pub fn rows(
+    w: RowBlock<'_>,
+    rows: std::ops::Range<usize>,
+    xs: &[Q8Row<'_>],
+    scratch: &mut [f32],
+    out: &mut impl FnMut(usize, usize, f32, f32),
+) {
+    match w.layout {
+        BlockLayout::Q8 => each_row(w, rows, xs, out, |c, s, x| {
+            let m = half_scales(s, x, scratch);
+            (q8_dot(bytemuck::cast_slice(c), x, scratch) - m, 0.0)
+        }),
+        BlockLayout::Lq4 => each_row(w, rows, xs, out, |c, s, x| {
+            lq4_q8(
+                Lq4Row {
+                    codes: c,
+                    subs: s,
+                    layout: BlockLayout::Lq4,
+                },
+                x,
+                scratch,
+            )
+        }),
+        BlockLayout::Lq4h => each_row(w, rows, xs, out, lq4h_q8),
+    }
+}
+
+/// An `lq4h` row (f16 `(s, m)` per group) times a [`Q8Row`] in one pass, as
+/// [`super::lq4_q8`]: four groups' halves converted together ([`f16x4`], the scalar form's
+/// bits), each group's `s·dx` broadcast from its lane beside its integer products; the last
+/// `G % 4` groups with the scalar conversion.
+pub fn lq4h_q8(codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> (f32, f32) {
+    let groups = x.d.len();
+    assert!(
+        codes.len() == 16 * groups
+            && subs.len() == 4 * groups
+            && x.qs.len() == 32 * groups
+            && x.sum.len() == groups,
+        "lq4h_q8: row slices disagree on the group count {groups}"
+    );
+    let mask = u8x16_splat(0x0F);
+    let (cp, xp) = (codes.as_ptr(), x.qs.as_ptr());
+    // Group g's codes, even and odd activations (the paired order of `crate::cpu::q8`).
+    // SAFETY: g < G: codes[16g..16g+16]; the activations of a paired group lie in
+    // qs[64(g/2)..64(g/2)+64], those of an unpaired last group in qs[32g..32g+32].
+    let group = |g: usize| unsafe {
+        let base = if g + 1 == groups && groups % 2 == 1 {
+            (32 * g, 32 * g + 16)
+        } else {
+            let b = 64 * (g / 2) + 16 * (g % 2);
+            (b, b + 32)
+        };
+        let v = v128_load(cp.add(16 * g) as *const v128);
+        let xe = v128_load(xp.add(base.0) as *const v128);
+        let xo = v128_load(xp.add(base.1) as *const v128);
+        f32x4_convert_i32x4(group_dot(v128_and(v, mask), u8x16_shr(v, 4), xe, xo))
+    };
+    let (mut acc, mut acc_m) = (f32x4_splat(0.0), f32x4_splat(0.0));
+    let mut g = 0;
+    while g + 4 <= groups {
+        // SAFETY: subs[4g..4g+16] and d/sum[g..g+4], g + 4 <= G.
+        let sc = unsafe {
+            let v = v128_load(subs.as_ptr().add(4 * g) as *const v128);
+            let s = f16x4(v128_and(v, u32x4_splat(0xFFFF)));
+            let m = f16x4(u32x4_shr(v, 16));
+            let dx = v128_load(x.d.as_ptr().add(g) as *const v128);
+            let sx = v128_load(x.sum.as_ptr().add(g) as *const v128);
+            acc_m = f32x4_add(acc_m, f32x4_mul(m, sx));
+            f32x4_mul(s, dx)
+        };
+        acc = f32x4_add(
+            acc,
+            f32x4_mul(group(g), i32x4_shuffle::<0, 0, 0, 0>(sc, sc)),
+        );
+        acc = f32x4_add(
+            acc,
+            f32x4_mul(group(g + 1), i32x4_shuffle::<1, 1, 1, 1>(sc, sc)),
+        );
+        acc = f32x4_add(
+            acc,
+            f32x4_mul(group(g + 2), i32x4_shuffle::<2, 2, 2, 2>(sc, sc)),
+        );
+        acc = f32x4_add(
+            acc,
+            f32x4_mul(group(g + 3), i32x4_shuffle::<3, 3, 3, 3>(sc, sc)),
+        );
+        g += 4;
+    }
+    let mut acc_m = hsum(acc_m);
+    for g in g..groups {
+        let half = |i: usize| f16_to_f32(u16::from_le_bytes([subs[i], subs[i + 1]]));
+        acc_m += half(4 * g + 2) * x.sum[g];
+        acc = f32x4_add(acc, f32x4_mul(group(g), f32x4_splat(half(4 * g) * x.d[g])));
+    }
+    (hsum(acc), acc_m)
+}
 
 /// See [`super::lq4_q8`]. Lengths as in [`super::avx2::lq4_q8`]; checked by the dispatch.
 pub fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, f32) {
@@ -130,7 +231,7 @@ pub fn half_scales(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
         + f32x4_extract_lane::<1>(acc)
         + f32x4_extract_lane::<2>(acc)
         + f32x4_extract_lane::<3>(acc);
-    acc_m + super::half_scales_tail(subs, x, scratch, g)
+    acc_m + half_scales_tail(subs, x, scratch, g)
 }
 
 /// The sum of the four lanes.
