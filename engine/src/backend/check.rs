@@ -2,6 +2,28 @@
 
 use super::*;
 
+/// The output count of a fused matmul (`q4_matmul_add`, `q4_matmul_glu`): `m` rows of `rows`.
+pub fn fused_outputs(op: &'static str, n_out: usize, m: usize, rows: usize) -> Result<()> {
+    if n_out != m * rows {
+        return Err(shape_err(op, format!("{n_out} outputs for [{m}, {rows}]")));
+    }
+    Ok(())
+}
+
+/// SwiGLU's gate and up matrices (`[rows, cols]` each) share one shape.
+pub fn glu_shapes(gate: (usize, usize), up: (usize, usize)) -> Result<()> {
+    if gate != up {
+        return Err(shape_err(
+            "q4_matmul_glu",
+            format!(
+                "gate [{}, {}] and up [{}, {}] differ",
+                gate.0, gate.1, up.0, up.1
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub fn q4_matmul<B: BufferLen>(x: &B, out: &B, rows: usize, cols: usize, m: usize) -> Result<()> {
     if m == 0 {
         return Err(shape_err("q4_matmul", "zero activation rows"));

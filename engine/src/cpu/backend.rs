@@ -163,12 +163,7 @@ impl Backend for CpuBackend {
         (m, n_out): (usize, usize),
         kernel: MatmulKernel,
     ) -> Result<()> {
-        if n_out != m * w.rows {
-            return Err(shape_err(
-                "q4_matmul_add",
-                format!("{n_out} outputs for [{m}, {}]", w.rows),
-            ));
-        }
+        check::fused_outputs("q4_matmul_add", n_out, m, w.rows)?;
         if !matmul::is_gemv(m) {
             self.q4_matmul(x, w, tmp, m, kernel)?;
             return self.add_assign(acc, tmp, n_out);
@@ -188,15 +183,8 @@ impl Backend for CpuBackend {
         (m, n_out): (usize, usize),
         kernel: MatmulKernel,
     ) -> Result<()> {
-        if n_out != m * w_gate.rows || (w_up.rows, w_up.cols) != (w_gate.rows, w_gate.cols) {
-            return Err(shape_err(
-                "q4_matmul_glu",
-                format!(
-                    "{n_out} outputs for gate [{m}, {}] × [{}, {}] and up [{}, {}]",
-                    w_gate.rows, w_gate.rows, w_gate.cols, w_up.rows, w_up.cols
-                ),
-            ));
-        }
+        check::fused_outputs("q4_matmul_glu", n_out, m, w_gate.rows)?;
+        check::glu_shapes((w_gate.rows, w_gate.cols), (w_up.rows, w_up.cols))?;
         if !matmul::is_gemv(m) {
             self.q4_matmul(x, w_gate, gate, m, kernel)?;
             self.q4_matmul(x, w_up, up, m, kernel)?;

@@ -111,12 +111,7 @@ impl Backend for GpuContext {
         (m, n_out): (usize, usize),
         kernel: MatmulKernel,
     ) -> Result<()> {
-        if n_out != m * w.rows {
-            return Err(shape_err(
-                "q4_matmul_add",
-                format!("{n_out} outputs for [{m}, {}]", w.rows),
-            ));
-        }
+        check::fused_outputs("q4_matmul_add", n_out, m, w.rows)?;
         if kernel == MatmulKernel::Gemm || !self.tuning.fuse {
             self.q4_matmul(x, w, tmp, m, kernel)?;
             return self.add_assign(acc, tmp, n_out);
@@ -137,12 +132,8 @@ impl Backend for GpuContext {
         (m, n_out): (usize, usize),
         kernel: MatmulKernel,
     ) -> Result<()> {
-        if n_out != m * w_gate.rows {
-            return Err(shape_err(
-                "q4_matmul_glu",
-                format!("{n_out} outputs for [{m}, {}]", w_gate.rows),
-            ));
-        }
+        check::fused_outputs("q4_matmul_glu", n_out, m, w_gate.rows)?;
+        check::glu_shapes((w_gate.rows, w_gate.cols), (w_up.rows, w_up.cols))?;
         let fused = self.tuning.fuse && kernels::q4_matmul::glu_fits(self, w_gate, w_up);
         if kernel == MatmulKernel::Gemm || !fused {
             self.q4_matmul(x, w_gate, gate, m, kernel)?;
