@@ -147,6 +147,7 @@ fn quantized(x: &[f32], w: &Q4Matrix, m: usize) -> Q8Rows {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::simd::tests::{random_q4_1, random_q8_0};
     use crate::rng::Pcg32;
 
     /// The fused epilogues give the plain ops' values bit for bit (the GEMV into a buffer,
@@ -156,35 +157,15 @@ mod tests {
     fn fused_epilogues_equal_the_plain_ops() {
         let mut rng = Pcg32::new(17);
         let (rows, k) = (37, 32 * 7);
-        let raw4: Vec<u8> = (0..rows * 7)
-            .flat_map(|_| {
-                let mut b: Vec<u8> = [0.02f32, -0.01]
-                    .iter()
-                    .flat_map(|v| half::f16::from_f32(*v).to_bits().to_le_bytes())
-                    .collect();
-                b.extend((0..16).map(|_| rng.next_u32() as u8));
-                b
-            })
-            .collect();
-        let raw8: Vec<u8> = (0..rows * 7)
-            .flat_map(|_| {
-                let mut b = half::f16::from_f32(0.003).to_bits().to_le_bytes().to_vec();
-                b.extend((0..32).map(|_| rng.next_u32() as u8));
-                b
-            })
-            .collect();
         let lq4 = |rng: &mut Pcg32| {
             Q4Matrix::quantize("w", rows, k, &rng.normal_vec(rows * k, 0.05)).expect("lq4")
         };
         let pairs = [
             (lq4(&mut rng), lq4(&mut rng)),
+            (random_q4_1(&mut rng, rows, k), lq4(&mut rng)),
             (
-                Q4Matrix::from_ggml_q4_1("g", rows, k, &raw4).expect("q4_1"),
-                lq4(&mut rng),
-            ),
-            (
-                Q4Matrix::from_ggml_q8_0("g", rows, k, &raw8).expect("q8_0"),
-                Q4Matrix::from_ggml_q4_1("u", rows, k, &raw4).expect("q4_1"),
+                random_q8_0(&mut rng, rows, k),
+                random_q4_1(&mut rng, rows, k),
             ),
         ];
         for (wg, wu) in &pairs {

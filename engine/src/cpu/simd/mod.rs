@@ -336,15 +336,46 @@ pub fn f16_to_f32(h: u16) -> f32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cpu::q8::Q8Rows;
     use crate::quant::Q4Matrix;
     use crate::rng::Pcg32;
 
+    /// GGUF Q4_1 blocks as a file holds them (an f16 scale and minimum, ~N(0, 0.03), then 16
+    /// random code bytes per group), imported as `lq4h` rows.
+    pub(crate) fn random_q4_1(rng: &mut Pcg32, rows: usize, k: usize) -> Q4Matrix {
+        let raw: Vec<u8> = (0..rows * k / 32)
+            .flat_map(|_| {
+                let mut b: Vec<u8> = rng
+                    .normal_vec(2, 0.03)
+                    .iter()
+                    .flat_map(|v| half::f16::from_f32(*v).to_bits().to_le_bytes())
+                    .collect();
+                b.extend((0..16).map(|_| rng.next_u32() as u8));
+                b
+            })
+            .collect();
+        Q4Matrix::from_ggml_q4_1("w", rows, k, &raw).expect("q4_1")
+    }
+
+    /// GGUF Q8_0 blocks (a positive f16 scale, 32 random signed codes over the whole range per
+    /// group), imported as `q8_0` rows.
+    pub(crate) fn random_q8_0(rng: &mut Pcg32, rows: usize, k: usize) -> Q4Matrix {
+        let raw: Vec<u8> = (0..rows * k / 32)
+            .flat_map(|_| {
+                let d = half::f16::from_f32(0.001 + 0.002 * rng.normal_vec(1, 1.0)[0].abs());
+                let mut b = d.to_bits().to_le_bytes().to_vec();
+                b.extend((0..32).map(|_| rng.next_u32() as u8));
+                b
+            })
+            .collect();
+        Q4Matrix::from_ggml_q8_0("w", rows, k, &raw).expect("q8_0")
+    }
+
     /// Every available ISA against the scalar form and against an f64 evaluation of the same
-    /// integer codes, on group counts that are odd, even, below and above the 8-group vector
-    /// width of the scale pre-pass.
+    /// integer codes, on group counts that are odd, even, below and above the two-group
+    /// vector step.
     #[test]
     fn every_isa_matches_the_scalar_form() {
         let mut rng = Pcg32::new(7);
@@ -400,18 +431,7 @@ mod tests {
         let mut rng = Pcg32::new(9);
         for groups in [1usize, 2, 3, 7, 8, 9, 17, 18, 48, 49] {
             let (rows, k) = (3, 32 * groups);
-            let raw: Vec<u8> = (0..rows * groups)
-                .flat_map(|_| {
-                    let mut b: Vec<u8> = rng
-                        .normal_vec(2, 0.03)
-                        .iter()
-                        .flat_map(|v| half::f16::from_f32(*v).to_bits().to_le_bytes())
-                        .collect();
-                    b.extend((0..16).map(|_| (rng.next_u32() & 0xFF) as u8));
-                    b
-                })
-                .collect();
-            let w = Q4Matrix::from_ggml_q4_1("w", rows, k, &raw).expect("convert");
+            let w = random_q4_1(&mut rng, rows, k);
             let xf = rng.normal_vec(k, 1.0);
             let mut xq = Q8Rows::default();
             xq.quantize(&xf, 1, k);
@@ -457,28 +477,10 @@ mod tests {
         for groups in [1usize, 6, 9, 18] {
             let (rows, k, m) = (7, 32 * groups, 2);
             let wf = rng.normal_vec(rows * k, 0.05);
-            let raw4: Vec<u8> = (0..rows * groups)
-                .flat_map(|_| {
-                    let mut b: Vec<u8> = rng
-                        .normal_vec(2, 0.03)
-                        .iter()
-                        .flat_map(|v| half::f16::from_f32(*v).to_bits().to_le_bytes())
-                        .collect();
-                    b.extend((0..16).map(|_| rng.next_u32() as u8));
-                    b
-                })
-                .collect();
-            let raw8: Vec<u8> = (0..rows * groups)
-                .flat_map(|_| {
-                    let mut b = half::f16::from_f32(0.002).to_bits().to_le_bytes().to_vec();
-                    b.extend((0..32).map(|_| rng.next_u32() as u8));
-                    b
-                })
-                .collect();
             let mats = [
                 Q4Matrix::quantize("w", rows, k, &wf).expect("quantize"),
-                Q4Matrix::from_ggml_q4_1("w", rows, k, &raw4).expect("q4_1"),
-                Q4Matrix::from_ggml_q8_0("w", rows, k, &raw8).expect("q8_0"),
+                random_q4_1(&mut rng, rows, k),
+                random_q8_0(&mut rng, rows, k),
             ];
             let xf = rng.normal_vec(m * k, 1.0);
             for w in &mats {
@@ -488,13 +490,7 @@ mod tests {
                 } else {
                     xq.quantize(&xf, m, k);
                 }
-                let bytes: &[u8] = bytemuck::cast_slice(&w.data);
-                let sm = 4 * w.sm_offset();
-                let block = RowBlock {
-                    codes: &bytes[..sm],
-                    subs: &bytes[sm..],
-                    layout: w.layout,
-                };
+                let block = RowBlock::of(w);
                 let (cb, sb) = (
                     w.layout.code_bits() * 4 * groups,
                     w.layout.group_bytes() * groups,
@@ -504,8 +500,8 @@ mod tests {
                     .map(|i| {
                         let (r, mi) = (i / m, i % m);
                         let (c, s) = (
-                            &bytes[r * cb..(r + 1) * cb],
-                            &bytes[sm + r * sb..sm + (r + 1) * sb],
+                            &block.codes[r * cb..(r + 1) * cb],
+                            &block.subs[r * sb..(r + 1) * sb],
                         );
                         match w.layout {
                             BlockLayout::Q8 => (
@@ -653,15 +649,7 @@ mod tests {
         let mut rng = Pcg32::new(13);
         for groups in [1usize, 2, 3, 7, 8, 9, 17, 18, 48, 49] {
             let (rows, k) = (3, 32 * groups);
-            let raw: Vec<u8> = (0..rows * groups)
-                .flat_map(|_| {
-                    let d = half::f16::from_f32(0.001 + 0.002 * rng.normal_vec(1, 1.0)[0].abs());
-                    let mut b = d.to_bits().to_le_bytes().to_vec();
-                    b.extend((0..32).map(|_| (rng.next_u32() & 0xFF) as u8));
-                    b
-                })
-                .collect();
-            let w = Q4Matrix::from_ggml_q8_0("w", rows, k, &raw).expect("convert");
+            let w = random_q8_0(&mut rng, rows, k);
             let xf = rng.normal_vec(k, 1.0);
             let mut xq = Q8Rows::default();
             xq.quantize_natural(&xf, 1, k);
