@@ -4,7 +4,6 @@ use std::sync::{Arc, RwLock};
 
 use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 
-use super::math::GEMM_MIN_ROWS;
 use super::{
     attention, elementwise, embed, gemv, importance, matmul, norm, pool, recurrent, rope, select,
     simd,
@@ -99,13 +98,14 @@ impl Backend for CpuBackend {
     }
 
     fn q4_rounds_activations(&self, m: usize) -> bool {
-        m < GEMM_MIN_ROWS
+        matmul::is_gemv(m)
     }
 
-    /// 256: prefill dequantizes each 4-bit matrix once per pass, so longer passes reuse it over
-    /// more rows (SmolLM2, 512-token prompt: 785 tok/s in passes of 128, 1,000–1,060 in one of
-    /// 512), but the run state grows with the pass (512 rows: +8 MB peak for `lorekeeper ask`
-    /// on the demo bundle, over the sessions' earlier 256).
+    /// 256: where prefill takes the SGEMM (no 4-bit tiles for the instruction set) it
+    /// dequantizes each 4-bit matrix once per pass, so longer passes reuse it over more rows
+    /// (SmolLM2, 512-token prompt: 785 tok/s in passes of 128, 1,000–1,060 in one of 512), but
+    /// the run state grows with the pass (512 rows: +8 MB peak for `lorekeeper ask` on the
+    /// demo bundle, over the sessions' earlier 256).
     fn prefill_chunk(&self) -> usize {
         256
     }

@@ -8,7 +8,7 @@
 
 use super::math::OutPtr;
 use super::q8::Q8Rows;
-use super::simd::{rows_dot, Isa, RowBlock};
+use super::simd::{row_quantizer, rows_dot, Isa, RowBlock};
 use crate::quant::{BlockLayout, Q4Matrix, GROUP};
 
 /// Rows per task at least (a task's fixed cost is a few hundred nanoseconds).
@@ -136,11 +136,8 @@ pub fn q4_gemv_q8_glu(
 /// `q8_0`, paired for the 4-bit layouts).
 fn quantized(x: &[f32], w: &Q4Matrix, m: usize) -> Q8Rows {
     let mut xq = Q8Rows::default();
-    if w.layout == BlockLayout::Q8 {
-        xq.quantize_natural(x, m, w.cols);
-    } else {
-        xq.quantize(x, m, w.cols);
-    }
+    let natural = w.layout == BlockLayout::Q8;
+    xq.quantize_with(x, m, w.cols, natural, row_quantizer(Isa::best()));
     xq
 }
 

@@ -1,6 +1,6 @@
 //! Matmuls `out = x Wᵀ`: f32 weights (row-split dot products or the packed SGEMM) and LQ4
-//! weights (the integer GEMV of [`super::gemv`] for decode, the SGEMM over dequantized rows for
-//! prefill).
+//! weights (the integer products of [`super::gemv`] for decode, and for prefill where the
+//! instruction set tiles them; elsewhere the SGEMM over dequantized rows for prefill).
 
 use super::gemv;
 use super::math::{dot, par_gemm, par_rows, GemmWeights, GEMM_MIN_ROWS};
@@ -25,14 +25,16 @@ pub fn f32_matmul(x: &[f32], w: &[f32], rows: usize, cols: usize, out: &mut [f32
     });
 }
 
-/// `out[mi * stride + off + r] = (x Wᵀ)[mi][r]`: the integer GEMV for fewer than
-/// [`GEMM_MIN_ROWS`] activation rows, the packed SGEMM (dequantized weights) otherwise.
-/// True where a matmul of `m` activation rows takes the integer GEMV (decode and other
-/// few-row products) rather than the dequantizing SGEMM.
+/// True where a 4-bit matmul of `m` activation rows takes the integer products of
+/// [`super::gemv`] (8-bit activations) rather than the SGEMM over dequantized rows: always
+/// where the instruction set multiplies 4-bit rows in tiles (AVX2: prefill's integer GEMM),
+/// else for fewer than [`GEMM_MIN_ROWS`] rows (decode).
 pub(crate) fn is_gemv(m: usize) -> bool {
-    m < GEMM_MIN_ROWS
+    m < GEMM_MIN_ROWS || super::simd::Isa::best().tiles_4bit()
 }
 
+/// `out[mi * stride + off + r] = (x Wᵀ)[mi][r]`: the integer products where [`is_gemv`],
+/// the packed SGEMM (dequantized weights) otherwise.
 pub(crate) fn q4_matmul_into(
     x: &[f32],
     w: &Q4Matrix,

@@ -64,51 +64,57 @@ impl Q8Rows {
     /// Quantizes `x` (`[m][k]`, `k % 32 == 0`) into these buffers in the paired order the
     /// 4-bit dot products read, reusing their capacity.
     pub fn quantize(&mut self, x: &[f32], m: usize, k: usize) {
-        self.fill(x, m, k, false);
+        self.quantize_with(x, m, k, false, quantize_row);
     }
 
     /// As [`Self::quantize`], the codes in natural order (for `q8_0` weights).
     pub fn quantize_natural(&mut self, x: &[f32], m: usize, k: usize) {
-        self.fill(x, m, k, true);
+        self.quantize_with(x, m, k, true, quantize_row);
     }
 
-    fn fill(&mut self, x: &[f32], m: usize, k: usize, natural: bool) {
+    /// As [`Self::quantize`] (`natural`: as [`Self::quantize_natural`]) with another row
+    /// quantizer of [`quantize_row`]'s contract (an instruction set's, `cpu::simd`).
+    pub fn quantize_with(
+        &mut self,
+        x: &[f32],
+        m: usize,
+        k: usize,
+        natural: bool,
+        row: RowQuantizer,
+    ) {
         debug_assert!(k.is_multiple_of(GROUP) && x.len() >= m * k);
         let blocks = k / GROUP;
         self.k = k;
         self.m = m;
         self.natural = natural;
-        let at = |b: usize, i: usize| {
-            if natural {
-                b * GROUP + i
-            } else {
-                position(b, blocks, i)
-            }
-        };
         self.qs.clear();
         self.qs.resize(m * k, 0);
         self.d.clear();
         self.d.resize(m * blocks, 0.0);
         self.sum.clear();
         self.sum.resize(m * blocks, 0.0);
-        for mi in 0..m {
-            let row = &x[mi * k..(mi + 1) * k];
-            let qs = &mut self.qs[mi * k..(mi + 1) * k];
-            for (b, xb) in row.chunks_exact(GROUP).enumerate() {
-                let amax = xb.iter().fold(0f32, |a, v| a.max(v.abs()));
-                let d = amax / 127.0;
-                let id = if d > 0.0 { 1.0 / d } else { 0.0 };
-                let mut qsum = 0i32;
-                for (i, &v) in xb.iter().enumerate() {
-                    let q = round_ties_even(v * id) as i8;
-                    qs[at(b, i)] = q;
-                    qsum += q as i32;
-                }
-                self.d[mi * blocks + b] = d;
-                // Exact integer sum, one rounding (see the module documentation).
-                self.sum[mi * blocks + b] = d * qsum as f32;
+        // Rows on the pool's threads (prefill quantizes hundreds), each into its own slices.
+        let (qp, dp, sp) = (
+            SendPtr(self.qs.as_mut_ptr()),
+            SendPtr(self.d.as_mut_ptr()),
+            SendPtr(self.sum.as_mut_ptr()),
+        );
+        super::pool::for_ranges(m, ROWS_PER_TASK, |r0, r1| {
+            let (qp, dp, sp) = (qp, dp, sp);
+            for mi in r0..r1 {
+                // SAFETY: row mi's codes qs[mi·k..(mi+1)·k] and scales and sums
+                // [mi·blocks..(mi+1)·blocks] lie inside the buffers sized above; ranges are
+                // disjoint, so no two tasks address the same row.
+                let (qs, d, sum) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(qp.0.add(mi * k), k),
+                        std::slice::from_raw_parts_mut(dp.0.add(mi * blocks), blocks),
+                        std::slice::from_raw_parts_mut(sp.0.add(mi * blocks), blocks),
+                    )
+                };
+                row(&x[mi * k..(mi + 1) * k], natural, qs, d, sum);
             }
-        }
+        });
     }
 
     /// Code of element `i` (natural order) of row `mi`.
@@ -131,6 +137,56 @@ impl Q8Rows {
             d: &self.d[mi * blocks..(mi + 1) * blocks],
             sum: &self.sum[mi * blocks..(mi + 1) * blocks],
         }
+    }
+}
+
+/// Activation rows per quantizing task at least.
+const ROWS_PER_TASK: usize = 8;
+
+/// A buffer's base pointer shared by the quantizing tasks, which write disjoint rows.
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+// SAFETY: only used by `Q8Rows::fill`, whose tasks write disjoint rows.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+
+/// A row quantizer: [`quantize_row`] or an instruction set's equal of it.
+pub type RowQuantizer = fn(&[f32], bool, &mut [i8], &mut [f32], &mut [f32]);
+
+/// One row of `k` activations into its codes (`k`, paired order, or natural where
+/// `natural`), block scales and block sums (`k / 32` each); see the module documentation.
+/// The portable form, the reference of the SIMD ones, which give the same bits.
+pub fn quantize_row(row: &[f32], natural: bool, qs: &mut [i8], d: &mut [f32], sum: &mut [f32]) {
+    let blocks = row.len() / GROUP;
+    for (b, xb) in row.chunks_exact(GROUP).enumerate() {
+        let mut lanes = [0f32; 8];
+        for c in xb.chunks_exact(8) {
+            for (l, &v) in lanes.iter_mut().zip(c) {
+                let a = v.abs();
+                *l = if a > *l { a } else { *l };
+            }
+        }
+        let amax = lanes.iter().fold(0f32, |a, &v| if v > a { v } else { a });
+        let db = amax / 127.0;
+        let id = if db > 0.0 { 1.0 / db } else { 0.0 };
+        let mut q = [0i8; GROUP];
+        for (q, &v) in q.iter_mut().zip(xb) {
+            *q = round_ties_even(v * id) as i32 as i8;
+        }
+        if natural {
+            qs[b * GROUP..(b + 1) * GROUP].copy_from_slice(&q);
+        } else {
+            // Where the block's even and odd elements go (see `position`).
+            let (even, odd) = (position(b, blocks, 0), position(b, blocks, 1));
+            for h in 0..GROUP / 2 {
+                qs[even + h] = q[2 * h];
+                qs[odd + h] = q[2 * h + 1];
+            }
+        }
+        let qsum: i32 = q.iter().map(|&c| c as i32).sum();
+        d[b] = db;
+        // Exact integer sum, one rounding (see the module documentation).
+        sum[b] = db * qsum as f32;
     }
 }
 

@@ -27,6 +27,12 @@ pub unsafe fn rows(
     scratch: &mut [f32],
     out: &mut impl FnMut(usize, usize, f32, f32),
 ) {
+    // Several activation rows (prefill): 4-bit rows in tiles that unpack each weight row once
+    // for four activation rows.
+    if xs.len() >= TILE_MIN_ROWS && w.layout != BlockLayout::Q8 {
+        // SAFETY: the caller's contract.
+        return unsafe { tiles(w, rows, xs, out, vnni_present()) };
+    }
     // SAFETY (each closure): each_row passes a row's codes (16·G or 32·G bytes) and scales
     // (the layout's group bytes × G) and an activation row of G groups.
     match w.layout {
@@ -333,5 +339,322 @@ unsafe fn q8_block(codes: *const i8, qs: *const i8) -> __m256 {
             _mm256_maddubs_epi16(aw, sv),
             _mm256_set1_epi16(1),
         ))
+    }
+}
+
+/// Activation rows from which [`rows`] multiplies 4-bit rows in tiles.
+const TILE_MIN_ROWS: usize = 2;
+
+/// Activation rows of one tile.
+const TX: usize = 4;
+/// Activation tiles whose codes are kept in L1 while every weight row passes over them.
+const TILES_PER_BLOCK: usize = 4;
+
+/// 4-bit rows (LQ4 or `lq4h`) times several activation rows, the integer GEMM of prefill, in
+/// tiles of [`TW`] weight rows × [`TX`] activation rows. Per pair of groups a weight row's
+/// codes are split into nibbles once for the tile's four activation rows; the four integer
+/// products are gathered into one register by horizontal adds (lanes 0–3: the first group of
+/// the pair for activation rows 0–3, lanes 4–7: the second), so one conversion, one scale
+/// multiply and one FMA serve four (row, activation row) pairs instead of one, and one more
+/// FMA their min terms. The scales are prepared outside the loops: each weight row's as f32
+/// (`sc`, `mn`), each activation tile's scales and block sums transposed to the same lane
+/// order. A last partial activation tile repeats its last row and reports only the real ones.
+/// Returns [`super::lq4_q8`]'s pair per (row, activation row), with the f32 sums in another
+/// order than the row form's.
+///
+/// `vnni`: multiply with AVX-512 VNNI (the CPU must have it, [`vnni_present`]).
+///
+/// # Safety
+/// AVX2, FMA and F16C present (and VNNI where `vnni`); every `xs` row has the same group
+/// count G and the rows of `rows` lie inside `w` (as [`rows`]).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn tiles(
+    w: RowBlock<'_>,
+    rows: std::ops::Range<usize>,
+    xs: &[Q8Row<'_>],
+    out: &mut impl FnMut(usize, usize, f32, f32),
+    vnni: bool,
+) {
+    let groups = xs.first().map_or(0, |x| x.d.len());
+    let (cb, sb, pairs) = (16 * groups, w.layout.group_bytes() * groups, groups / 2);
+    let xtiles = xs.len().div_ceil(TX);
+    let at = |i: usize, t: usize| xs[(i * TX + t).min(xs.len() - 1)];
+    // Per activation tile: its rows, and [pair][8] scales and block sums (rows 0–3 for the
+    // pair's first group, then for its second).
+    let tiles_x: Vec<[Q8Row<'_>; TX]> = (0..xtiles)
+        .map(|i| std::array::from_fn(|t| at(i, t)))
+        .collect();
+    let (mut dxt, mut sumt) = (
+        vec![0f32; xtiles * pairs * 8],
+        vec![0f32; xtiles * pairs * 8],
+    );
+    for (i, x) in tiles_x.iter().enumerate() {
+        for p in 0..pairs {
+            for (t, x) in x.iter().enumerate() {
+                let o = (i * pairs + p) * 8 + t;
+                (dxt[o], dxt[o + 4]) = (x.d[2 * p], x.d[2 * p + 1]);
+                (sumt[o], sumt[o + 4]) = (x.sum[2 * p], x.sum[2 * p + 1]);
+            }
+        }
+    }
+    // Every row's scales and mins as f32 ([rows][G]), converted once.
+    let n = rows.len();
+    let (mut sc, mut mn) = (vec![0f32; n * groups], vec![0f32; n * groups]);
+    for (j, r) in rows.clone().enumerate() {
+        let s = &w.subs[r * sb..(r + 1) * sb];
+        let span = j * groups..(j + 1) * groups;
+        // SAFETY: `s` holds the row's G groups' scale bytes.
+        unsafe { group_scales_f32(w.layout, s, &mut sc[span.clone()], &mut mn[span]) };
+    }
+    // Blocks of activation tiles (their codes stay in L1) outermost, so each output row is
+    // written along the weight rows.
+    for i0 in (0..xtiles).step_by(TILES_PER_BLOCK) {
+        let i1 = (i0 + TILES_PER_BLOCK).min(xtiles);
+        for (j, r) in rows.clone().enumerate() {
+            let c = &w.codes[r * cb..(r + 1) * cb];
+            let (sj, mj) = (&sc[j * groups..], &mn[j * groups..]);
+            for (i, x) in tiles_x.iter().enumerate().take(i1).skip(i0) {
+                let span = i * pairs * 8..(i + 1) * pairs * 8;
+                // SAFETY: `c` holds 16·G bytes, `sj` and `mj` G floats, the spans of `dxt`
+                // and `sumt` 8 floats per pair, the `x` rows G groups.
+                let args = (c, (sj, mj), (&dxt[span.clone()], &sumt[span]), x, groups);
+                let (acc, min) = unsafe {
+                    if vnni {
+                        tile_row_vnni(args.0, args.1, args.2, args.3, args.4)
+                    } else {
+                        tile_row(args.0, args.1, args.2, args.3, args.4)
+                    }
+                };
+                for t in 0..TX.min(xs.len() - i * TX) {
+                    out(r, i * TX + t, acc[t], min[t]);
+                }
+            }
+        }
+    }
+}
+
+/// One weight row of a tile: `(acc, min)` with `acc[t] = Σ_g sc[g]·dx_t[g]·Σ_i q·qx_t` and
+/// `min[t] = Σ_g mn[g]·Σx_t[g]` for the [`TX`] activation rows `x`, whose scales and sums
+/// `(dxt, sumt)` are in lane order (see [`tiles`]). Two forms, which differ only in how a
+/// pair of groups' bytes are multiplied: AVX2's `vpmaddubsw` + `vpmaddwd`, and AVX-512
+/// VNNI's `vpdpbusd` on 256-bit registers where the CPU has it (the same exact integers).
+macro_rules! tile_row {
+    ($(#[$doc:meta])* $name:ident, $features:literal, |$lo:ident, $hi:ident, $xe:ident, $xo:ident| $products:expr) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The target features present; `codes` 16·G bytes, `sc` and `mn` G floats, `dxt`
+        /// and `sumt` 8 floats per pair, `x` rows of G groups.
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn $name(
+            codes: &[u8],
+            (sc, mn): (&[f32], &[f32]),
+            (dxt, sumt): (&[f32], &[f32]),
+            x: &[Q8Row<'_>; TX],
+            groups: usize,
+        ) -> ([f32; TX], [f32; TX]) {
+            // SAFETY: pair p reads codes[32p..32p+32], sc/mn[2p..2p+2], dxt/sumt[8p..8p+8]
+            // and qs[64p..64p+64] of each activation row; the last unpaired group g
+            // codes[16g..+16], qs[32g..32g+32], d[g] and sum[g]: all inside the lengths
+            // above.
+            unsafe {
+                let xq: [*const i8; TX] = std::array::from_fn(|t| x[t].qs.as_ptr());
+                let mask = _mm256_set1_epi8(0x0F);
+                let spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+                let halves = |p: *const f32| {
+                    let v = _mm_castsi128_ps(_mm_loadl_epi64(p as *const __m128i));
+                    _mm256_permutevar8x32_ps(_mm256_castps128_ps256(v), spread)
+                };
+                let (mut acc, mut acc_m) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+                for p in 0..groups / 2 {
+                    let v = _mm256_loadu_si256(codes.as_ptr().add(32 * p) as *const __m256i);
+                    let $lo = _mm256_and_si256(v, mask);
+                    let $hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask);
+                    // Per activation row: i32 lanes 0–3 sum to group 2p's Σ q·qx, 4–7 to
+                    // group 2p+1's.
+                    let m: [__m256i; TX] = std::array::from_fn(|t| {
+                        let $xe = _mm256_loadu_si256(xq[t].add(64 * p) as *const __m256i);
+                        let $xo = _mm256_loadu_si256(xq[t].add(64 * p + 32) as *const __m256i);
+                        $products
+                    });
+                    // [Σ of group 2p for rows 0–3 | Σ of group 2p+1 for rows 0–3].
+                    let h = _mm256_hadd_epi32(
+                        _mm256_hadd_epi32(m[0], m[1]),
+                        _mm256_hadd_epi32(m[2], m[3]),
+                    );
+                    let s = _mm256_mul_ps(
+                        halves(sc.as_ptr().add(2 * p)),
+                        _mm256_loadu_ps(dxt.as_ptr().add(8 * p)),
+                    );
+                    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), s, acc);
+                    let sm = _mm256_loadu_ps(sumt.as_ptr().add(8 * p));
+                    acc_m = _mm256_fmadd_ps(halves(mn.as_ptr().add(2 * p)), sm, acc_m);
+                }
+                let fold = |v: __m256| {
+                    let mut r = [0f32; TX];
+                    let a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+                    _mm_storeu_ps(r.as_mut_ptr(), a);
+                    r
+                };
+                let (mut res, mut min) = (fold(acc), fold(acc_m));
+                if groups % 2 == 1 {
+                    let g = groups - 1;
+                    for t in 0..TX {
+                        let q = group_product(codes.as_ptr().add(16 * g), xq[t].add(32 * g));
+                        res[t] += sc[g] * x[t].d[g] * q as f32;
+                        min[t] += mn[g] * x[t].sum[g];
+                    }
+                }
+                (res, min)
+            }
+        }
+    };
+}
+
+tile_row!(
+    /// [`tile_row!`] with AVX2: `vpmaddubsw` of each half into i16 pairs, added, widened by
+    /// `vpmaddwd` (at most 4·15·127 per i16, no saturation).
+    tile_row,
+    "avx2,fma",
+    |lo, hi, xe, xo| _mm256_madd_epi16(
+        _mm256_add_epi16(_mm256_maddubs_epi16(lo, xe), _mm256_maddubs_epi16(hi, xo)),
+        _mm256_set1_epi16(1)
+    )
+);
+
+tile_row!(
+    /// [`tile_row!`] with AVX-512 VNNI on 256-bit registers: two `vpdpbusd`.
+    tile_row_vnni,
+    "avx2,fma,avx512f,avx512vl,avx512vnni",
+    |lo, hi, xe, xo| _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, xe), hi, xo)
+);
+
+/// True where the CPU has AVX-512 VNNI with 256-bit forms (detected once).
+pub(super) fn vnni_present() -> bool {
+    static VNNI: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *VNNI.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx512vnni")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx512f")
+    })
+}
+
+/// A 4-bit row's per-group scales and mins as f32: LQ4's `(sc, mn)` bytes, `lq4h`'s f16
+/// `(s, m)` pairs (F16C, four groups a step).
+///
+/// # Safety
+/// F16C present; `subs` holds G groups' bytes of `layout`, `sc` and `mn` G floats.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn group_scales_f32(layout: BlockLayout, subs: &[u8], sc: &mut [f32], mn: &mut [f32]) {
+    let groups = sc.len();
+    if layout == BlockLayout::Lq4 {
+        for g in 0..groups {
+            (sc[g], mn[g]) = (subs[2 * g] as f32, subs[2 * g + 1] as f32);
+        }
+        return;
+    }
+    let mut g = 0;
+    // SAFETY: groups g..g+4 read subs[4g..4g+16], inside the row's 4·G bytes, and write
+    // sc/mn[g..g+4].
+    unsafe {
+        while g + 4 <= groups {
+            let h = _mm_loadu_si128(subs.as_ptr().add(4 * g) as *const __m128i);
+            // [s0 m0 s1 m1 s2 m2 s3 m3] → [s0 s1 s2 s3 | m0 m1 m2 m3]
+            let f = _mm256_cvtph_ps(h);
+            let f = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+            _mm_storeu_ps(sc.as_mut_ptr().add(g), _mm256_castps256_ps128(f));
+            _mm_storeu_ps(mn.as_mut_ptr().add(g), _mm256_extractf128_ps::<1>(f));
+            g += 4;
+        }
+    }
+    for g in g..groups {
+        sc[g] = super::f16_to_f32(u16::from_le_bytes([subs[4 * g], subs[4 * g + 1]]));
+        mn[g] = super::f16_to_f32(u16::from_le_bytes([subs[4 * g + 2], subs[4 * g + 3]]));
+    }
+}
+
+/// [`crate::cpu::q8::quantize_row`] with AVX2, the same bits for finite activations: per block of 32 the largest
+/// magnitude by a max tree, the codes rounded ties-to-even (`vroundps`, as the portable
+/// form's 1.5·2²³ trick), packed to bytes and, for the paired order, split into even and odd
+/// halves by one in-lane shuffle and one cross-lane permute.
+pub fn quantize_row(row: &[f32], natural: bool, qs: &mut [i8], d: &mut [f32], sum: &mut [f32]) {
+    let blocks = row.len() / crate::quant::GROUP;
+    assert!(
+        qs.len() >= 32 * blocks && d.len() >= blocks && sum.len() >= blocks,
+        "quantize_row: buffers shorter than the row's {blocks} blocks"
+    );
+    // SAFETY: `row_quantizer` hands this out only where AVX2, FMA and F16C were detected; the
+    // lengths are checked above.
+    unsafe { quantize_blocks(row, natural, qs, d, sum, blocks) }
+}
+
+/// The loop of [`quantize_row`].
+///
+/// # Safety
+/// AVX2 present; `row` and `qs` 32·`blocks` elements, `d` and `sum` `blocks`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn quantize_blocks(
+    row: &[f32],
+    natural: bool,
+    qs: &mut [i8],
+    d: &mut [f32],
+    sum: &mut [f32],
+    blocks: usize,
+) {
+    // SAFETY: block b reads row[32b..32b+32] and writes qs at its paired or natural positions
+    // (inside [32·(b − b % 2)..+64], below 32·blocks), d[b] and sum[b].
+    unsafe {
+        let sign = _mm256_set1_ps(-0.0);
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        let split = _mm256_setr_epi8(
+            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3,
+            5, 7, 9, 11, 13, 15,
+        );
+        for b in 0..blocks {
+            let p = row.as_ptr().add(32 * b);
+            let v: [__m256; 4] = std::array::from_fn(|i| _mm256_loadu_ps(p.add(8 * i)));
+            let a: [__m256; 4] = std::array::from_fn(|i| _mm256_andnot_ps(sign, v[i]));
+            let m = _mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3]));
+            let m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps::<1>(m));
+            let m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            let amax = _mm_cvtss_f32(_mm_max_ss(m2, _mm_shuffle_ps::<1>(m2, m2)));
+            let db = amax / 127.0;
+            let id = _mm256_set1_ps(if db > 0.0 { 1.0 / db } else { 0.0 });
+            let q: [__m256i; 4] = std::array::from_fn(|i| {
+                _mm256_cvtps_epi32(_mm256_round_ps::<
+                    { _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC },
+                >(_mm256_mul_ps(v[i], id)))
+            });
+            let s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+            let s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+            let s2 = _mm_add_epi32(s4, _mm_srli_si128::<8>(s4));
+            let qsum = _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_srli_si128::<4>(s2)));
+            // i32 → i16 → i8 in-lane packs leave the 4-byte groups as 0 2 4 6 | 1 3 5 7
+            // (indices of 8-element runs … of 4 codes); the permute restores natural order.
+            let w16a = _mm256_packs_epi32(q[0], q[1]);
+            let w16b = _mm256_packs_epi32(q[2], q[3]);
+            let w8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w16a, w16b), order);
+            if natural {
+                _mm256_storeu_si256(qs.as_mut_ptr().add(32 * b) as *mut __m256i, w8);
+            } else {
+                // [e0..e7 o0..o7 | e8..e15 o8..o15] → [e0..e15 | o0..o15].
+                let eo = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_shuffle_epi8(w8, split));
+                let (even, odd) = (
+                    super::super::q8::position(b, blocks, 0),
+                    super::super::q8::position(b, blocks, 1),
+                );
+                _mm_storeu_si128(
+                    qs.as_mut_ptr().add(even) as *mut __m128i,
+                    _mm256_castsi256_si128(eo),
+                );
+                _mm_storeu_si128(
+                    qs.as_mut_ptr().add(odd) as *mut __m128i,
+                    _mm256_extracti128_si256::<1>(eo),
+                );
+            }
+            d[b] = db;
+            sum[b] = db * qsum as f32;
+        }
     }
 }

@@ -1,0 +1,416 @@
+//! Tests of the instruction sets' dot products and quantizers against the portable forms
+//! (and f64), and the GGUF block builders the CPU's other tests share.
+
+use super::*;
+use crate::cpu::q8::Q8Rows;
+use crate::quant::Q4Matrix;
+use crate::rng::Pcg32;
+
+/// GGUF Q4_1 blocks as a file holds them (an f16 scale and minimum, ~N(0, 0.03), then 16
+/// random code bytes per group), imported as `lq4h` rows.
+pub(crate) fn random_q4_1(rng: &mut Pcg32, rows: usize, k: usize) -> Q4Matrix {
+    let raw: Vec<u8> = (0..rows * k / 32)
+        .flat_map(|_| {
+            let mut b: Vec<u8> = rng
+                .normal_vec(2, 0.03)
+                .iter()
+                .flat_map(|v| half::f16::from_f32(*v).to_bits().to_le_bytes())
+                .collect();
+            b.extend((0..16).map(|_| rng.next_u32() as u8));
+            b
+        })
+        .collect();
+    Q4Matrix::from_ggml_q4_1("w", rows, k, &raw).expect("q4_1")
+}
+
+/// GGUF Q8_0 blocks (a positive f16 scale, 32 random signed codes over the whole range per
+/// group), imported as `q8_0` rows.
+pub(crate) fn random_q8_0(rng: &mut Pcg32, rows: usize, k: usize) -> Q4Matrix {
+    let raw: Vec<u8> = (0..rows * k / 32)
+        .flat_map(|_| {
+            let d = half::f16::from_f32(0.001 + 0.002 * rng.normal_vec(1, 1.0)[0].abs());
+            let mut b = d.to_bits().to_le_bytes().to_vec();
+            b.extend((0..32).map(|_| rng.next_u32() as u8));
+            b
+        })
+        .collect();
+    Q4Matrix::from_ggml_q8_0("w", rows, k, &raw).expect("q8_0")
+}
+
+/// Every available ISA against the scalar form and against an f64 evaluation of the same
+/// integer codes, on group counts that are odd, even, below and above the two-group
+/// vector step.
+#[test]
+fn every_isa_matches_the_scalar_form() {
+    let mut rng = Pcg32::new(7);
+    for groups in [1usize, 2, 3, 7, 8, 9, 17, 18, 48, 49] {
+        let (rows, k) = (5, 32 * groups);
+        let wf = rng.normal_vec(rows * k, 0.05);
+        let w = Q4Matrix::quantize("w", rows, k, &wf).expect("quantize");
+        let xf = rng.normal_vec(k, 1.0);
+        let mut xq = Q8Rows::default();
+        xq.quantize(&xf, 1, k);
+        let bytes: &[u8] = bytemuck::cast_slice(&w.data);
+        let sm = 4 * w.sm_offset();
+        let mut scratch = vec![0f32; groups];
+        for r in 0..rows {
+            let row = Lq4Row {
+                codes: &bytes[r * k / 2..(r + 1) * k / 2],
+                subs: &bytes[sm + r * 2 * groups..sm + (r + 1) * 2 * groups],
+                layout: BlockLayout::Lq4,
+            };
+            // f64 oracle over the same integers; f32 accumulation over G terms errs by at
+            // most ~G·2⁻²⁴ of the terms' absolute sum, bounded here by 1e-5 of it.
+            let (mut want_q, mut want_m, mut abs_q, mut abs_m) = (0f64, 0f64, 0f64, 0f64);
+            for g in 0..groups {
+                let (sc, mn) = w.sub(r, g);
+                let mut isum = 0i64;
+                for i in 0..32 {
+                    isum += w.code(r, 32 * g + i) as i64 * xq.code(0, 32 * g + i) as i64;
+                }
+                let (tq, tm) = (
+                    sc as f64 * xq.d[g] as f64 * isum as f64,
+                    mn as f64 * xq.sum[g] as f64,
+                );
+                (want_q, want_m, abs_q, abs_m) =
+                    (want_q + tq, want_m + tm, abs_q + tq.abs(), abs_m + tm.abs());
+            }
+            for isa in Isa::available() {
+                let (q, m) = lq4_q8(isa, row, xq.row(0), &mut scratch);
+                assert!(
+                    (q as f64 - want_q).abs() <= 1e-5 * abs_q
+                        && (m as f64 - want_m).abs() <= 1e-5 * abs_m,
+                    "{} groups {groups} row {r}: ({q}, {m}) vs f64 ({want_q}, {want_m})",
+                    isa.name()
+                );
+            }
+        }
+    }
+}
+
+/// `lq4h` rows (f16 `(s, m)` per group) on every ISA against an f64 evaluation of the
+/// same integers and scales, on the same odd and even group counts.
+#[test]
+fn every_isa_matches_f64_on_half_scale_rows() {
+    let mut rng = Pcg32::new(9);
+    for groups in [1usize, 2, 3, 7, 8, 9, 17, 18, 48, 49] {
+        let (rows, k) = (3, 32 * groups);
+        let w = random_q4_1(&mut rng, rows, k);
+        let xf = rng.normal_vec(k, 1.0);
+        let mut xq = Q8Rows::default();
+        xq.quantize(&xf, 1, k);
+        let bytes: &[u8] = bytemuck::cast_slice(&w.data);
+        let sm = 4 * w.sm_offset();
+        let mut scratch = vec![0f32; groups];
+        for r in 0..rows {
+            let row = Lq4Row {
+                codes: &bytes[r * k / 2..(r + 1) * k / 2],
+                subs: &bytes[sm + r * 4 * groups..sm + (r + 1) * 4 * groups],
+                layout: BlockLayout::Lq4h,
+            };
+            let (mut want, mut abs) = (0f64, 0f64);
+            for g in 0..groups {
+                let (s, m) = w.group_scales(r, g);
+                let mut isum = 0i64;
+                for i in 0..32 {
+                    isum += w.code(r, 32 * g + i) as i64 * xq.code(0, 32 * g + i) as i64;
+                }
+                let t = s as f64 * xq.d[g] as f64 * isum as f64 - m as f64 * xq.sum[g] as f64;
+                want += t;
+                abs += t.abs();
+            }
+            for isa in Isa::available() {
+                let (q, m) = lq4_q8(isa, row, xq.row(0), &mut scratch);
+                let got = q as f64 - m as f64;
+                assert!(
+                    (got - want).abs() <= 1e-5 * abs,
+                    "{} groups {groups} row {r}: {got} vs f64 {want}",
+                    isa.name()
+                );
+            }
+        }
+    }
+}
+
+/// [`rows_dot`] on every ISA and layout (LQ4, `lq4h`, `q8_0`) against the scalar row forms,
+/// two activation rows, a block of rows that starts and ends inside the matrix, on group
+/// counts that leave every remainder of the four-group step.
+#[test]
+fn rows_dot_matches_the_row_forms_on_every_isa() {
+    let mut rng = Pcg32::new(21);
+    // Activation rows 1 (decode), 2, 5 and 9 (AVX2's tiles of four, with a partial one);
+    // weight rows 2..7 (one tile of four and a single row).
+    for (groups, m) in [(1usize, 5), (6, 2), (9, 9), (18, 1), (18, 5), (3, 4)] {
+        let (rows, k) = (9, 32 * groups);
+        let wf = rng.normal_vec(rows * k, 0.05);
+        let mats = [
+            Q4Matrix::quantize("w", rows, k, &wf).expect("quantize"),
+            random_q4_1(&mut rng, rows, k),
+            random_q8_0(&mut rng, rows, k),
+        ];
+        let xf = rng.normal_vec(m * k, 1.0);
+        for w in &mats {
+            let mut xq = Q8Rows::default();
+            if w.layout == BlockLayout::Q8 {
+                xq.quantize_natural(&xf, m, k);
+            } else {
+                xq.quantize(&xf, m, k);
+            }
+            let block = RowBlock::of(w);
+            let (cb, sb) = (
+                w.layout.code_bits() * 4 * groups,
+                w.layout.group_bytes() * groups,
+            );
+            let mut scratch = vec![0f32; groups];
+            let want: Vec<(f32, f32)> = (0..rows * m)
+                .map(|i| {
+                    let (r, mi) = (i / m, i % m);
+                    let (c, s) = (
+                        &block.codes[r * cb..(r + 1) * cb],
+                        &block.subs[r * sb..(r + 1) * sb],
+                    );
+                    match w.layout {
+                        BlockLayout::Q8 => (
+                            q8_q8(
+                                Isa::Scalar,
+                                bytemuck::cast_slice(c),
+                                s,
+                                xq.row(mi),
+                                &mut scratch,
+                            ),
+                            0.0,
+                        ),
+                        layout => lq4_q8(
+                            Isa::Scalar,
+                            Lq4Row {
+                                codes: c,
+                                subs: s,
+                                layout,
+                            },
+                            xq.row(mi),
+                            &mut scratch,
+                        ),
+                    }
+                })
+                .collect();
+            // Every instruction set, and AVX2's tiles without VNNI where the CPU has it.
+            #[allow(unused_mut)]
+            let mut forms: Vec<(Isa, bool)> =
+                Isa::available().into_iter().map(|i| (i, false)).collect();
+            #[cfg(target_arch = "x86_64")]
+            if avx2_present() && avx2::vnni_present() && w.layout != BlockLayout::Q8 && m > 1 {
+                forms.push((Isa::Avx2, true));
+            }
+            for (isa, plain) in forms {
+                let mut got = vec![None; rows * m];
+                #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
+                let mut put = |r: usize, mi: usize, a: f32, b: f32| {
+                    assert!(got[r * m + mi].replace((a, b)).is_none(), "row {r} twice");
+                };
+                if plain {
+                    #[cfg(target_arch = "x86_64")]
+                    {
+                        let xs: Vec<Q8Row<'_>> = (0..m).map(|mi| xq.row(mi)).collect();
+                        // SAFETY: AVX2, FMA and F16C detected; rows 2..7 of 9 and m rows
+                        // of `groups` groups.
+                        unsafe { avx2::tiles(block, 2..7, &xs, &mut put, false) };
+                    }
+                } else {
+                    rows_dot(isa, block, 2..7, &xq, &mut scratch, put);
+                }
+                for (i, (g, want)) in got.iter().zip(&want).enumerate() {
+                    let r = i / m;
+                    match g {
+                        None => assert!(!(2..7).contains(&r), "{} row {r} missing", isa.name()),
+                        Some((a, b)) => {
+                            assert!(
+                                (2..7).contains(&r),
+                                "{} row {r} outside the block",
+                                isa.name()
+                            );
+                            let tol = 1e-5 * (want.0.abs() + want.1.abs() + 1e-3);
+                            assert!(
+                                (a - want.0).abs() <= tol && (b - want.1).abs() <= tol,
+                                "{}{} {} groups {groups} m {m} row {r}: ({a}, {b}) vs ({}, {})",
+                                isa.name(),
+                                if plain { " (tiles without VNNI)" } else { "" },
+                                w.layout.name(),
+                                want.0,
+                                want.1
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every instruction set's row quantizer gives the portable one's codes, scales and sums
+/// bit for bit, in both orders, on rows of odd and even block counts with zero blocks,
+/// ties (x.5 after scaling) and large magnitudes.
+#[test]
+fn row_quantizers_give_the_portable_bits() {
+    let mut rng = Pcg32::new(23);
+    for blocks in [1usize, 2, 3, 7, 18] {
+        let k = 32 * blocks;
+        let mut x = rng.normal_vec(k, 3.0);
+        x[..32].fill(0.0);
+        if blocks > 1 {
+            // Block 1: 127 at the top, so codes are x itself and halves are ties.
+            for (i, v) in x[32..64].iter_mut().enumerate() {
+                *v = if i == 0 {
+                    127.0
+                } else {
+                    (i as f32 - 16.0) + 0.5
+                };
+            }
+        }
+        if blocks > 2 {
+            x[64] = 3.0e6;
+        }
+        for natural in [false, true] {
+            let want = {
+                let mut q = Q8Rows::default();
+                q.quantize_with(&x, 1, k, natural, crate::cpu::q8::quantize_row);
+                q
+            };
+            for isa in Isa::available() {
+                let mut got = Q8Rows::default();
+                got.quantize_with(&x, 1, k, natural, row_quantizer(isa));
+                assert_eq!(got.qs, want.qs, "{} codes, {blocks} blocks", isa.name());
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got.d), bits(&want.d), "{} scales", isa.name());
+                assert_eq!(bits(&got.sum), bits(&want.sum), "{} sums", isa.name());
+            }
+        }
+    }
+}
+
+/// The fast half conversion equals the `half` crate's for every one of the 65,536 values
+/// (NaNs: NaN).
+#[test]
+fn f16_conversion_is_exact() {
+    for h in 0..=u16::MAX {
+        let (got, want) = (f16_to_f32(h), half::f16::from_bits(h).to_f32());
+        assert!(
+            got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+            "{h:#06x}: {got} vs {want}"
+        );
+    }
+}
+
+/// Scales of every kind of half (zeros, subnormals, normals of both signs; finite), as a
+/// file may hold them: each ISA's `lq4h` and `q8_0` rows (AVX2's one pass converts them
+/// with F16C, the others with [`f16_to_f32`]) against f64 over the same integers, on
+/// group counts below, at and above the vector steps.
+#[test]
+fn every_isa_reads_every_kind_of_half_scale() {
+    let mut rng = Pcg32::new(5);
+    for groups in [1usize, 2, 7, 8, 9, 16, 17, 18, 48, 49] {
+        let k = 32 * groups;
+        let subs: Vec<u8> = (0..2 * groups)
+            .flat_map(|_| {
+                // Exponent below all-ones keeps every half finite.
+                let h = (rng.next_u32() as u16) & 0xFBFF;
+                h.to_le_bytes()
+            })
+            .collect();
+        let half = |g: usize, i: usize| {
+            f16_to_f32(u16::from_le_bytes([
+                subs[4 * g + 2 * i],
+                subs[4 * g + 2 * i + 1],
+            ])) as f64
+        };
+        let codes4: Vec<u8> = (0..k / 2).map(|_| rng.next_u32() as u8).collect();
+        let codes8: Vec<i8> = (0..k).map(|_| rng.next_u32() as i8).collect();
+        let xf = rng.normal_vec(k, 1.0);
+        let (mut xq, mut xn) = (Q8Rows::default(), Q8Rows::default());
+        xq.quantize(&xf, 1, k);
+        xn.quantize_natural(&xf, 1, k);
+        let mut scratch = vec![0f32; groups];
+        let (mut want4, mut abs4, mut want8, mut abs8) = (0f64, 0f64, 0f64, 0f64);
+        for g in 0..groups {
+            let (lo, hi) = scalar::q8_halves(&xq.qs, g, groups);
+            let i4: i64 = (0..16)
+                .map(|j| {
+                    let c = codes4[16 * g + j];
+                    (c & 0xF) as i64 * lo[j] as i64 + (c >> 4) as i64 * hi[j] as i64
+                })
+                .sum();
+            let i8: i64 = (0..32)
+                .map(|j| codes8[32 * g + j] as i64 * xn.qs[32 * g + j] as i64)
+                .sum();
+            let (s, m) = (half(g, 0), half(g, 1));
+            for (want, abs, isum, x) in [
+                (&mut want4, &mut abs4, i4, &xq),
+                (&mut want8, &mut abs8, i8, &xn),
+            ] {
+                let t = (s * x.d[g] as f64 * isum as f64, m * x.sum[g] as f64);
+                *want += t.0 - t.1;
+                *abs += t.0.abs() + t.1.abs();
+            }
+        }
+        let row = Lq4Row {
+            codes: &codes4,
+            subs: &subs,
+            layout: BlockLayout::Lq4h,
+        };
+        for isa in Isa::available() {
+            let (q, m) = lq4_q8(isa, row, xq.row(0), &mut scratch);
+            let got4 = q as f64 - m as f64;
+            let got8 = q8_q8(isa, &codes8, &subs, xn.row(0), &mut scratch) as f64;
+            assert!(
+                (got4 - want4).abs() <= 1e-5 * abs4.max(1e-30)
+                    && (got8 - want8).abs() <= 1e-5 * abs8.max(1e-30),
+                "{} groups {groups}: lq4h {got4} vs {want4}, q8_0 {got8} vs {want8}",
+                isa.name()
+            );
+        }
+    }
+}
+
+/// `q8_0` rows on every ISA against an f64 evaluation of the same integers and scales
+/// (random codes over the whole signed range), on odd and even group counts.
+#[test]
+fn every_isa_matches_f64_on_q8_rows() {
+    let mut rng = Pcg32::new(13);
+    for groups in [1usize, 2, 3, 7, 8, 9, 17, 18, 48, 49] {
+        let (rows, k) = (3, 32 * groups);
+        let w = random_q8_0(&mut rng, rows, k);
+        let xf = rng.normal_vec(k, 1.0);
+        let mut xq = Q8Rows::default();
+        xq.quantize_natural(&xf, 1, k);
+        let bytes: &[u8] = bytemuck::cast_slice(&w.data);
+        let codes: &[i8] = bytemuck::cast_slice(&bytes[..rows * k]);
+        let sm = 4 * w.sm_offset();
+        let mut scratch = vec![0f32; groups];
+        for r in 0..rows {
+            let (mut want, mut abs) = (0f64, 0f64);
+            for g in 0..groups {
+                let (s, _) = w.group_scales(r, g);
+                let isum: i64 = (0..32)
+                    .map(|i| w.code(r, 32 * g + i) as i64 * xq.code(0, 32 * g + i) as i64)
+                    .sum();
+                let t = s as f64 * xq.d[g] as f64 * isum as f64;
+                want += t;
+                abs += t.abs();
+            }
+            let subs = &bytes[sm + 4 * groups * r..sm + 4 * groups * (r + 1)];
+            for isa in Isa::available() {
+                let got = q8_q8(
+                    isa,
+                    &codes[r * k..(r + 1) * k],
+                    subs,
+                    xq.row(0),
+                    &mut scratch,
+                );
+                assert!(
+                    (got as f64 - want).abs() <= 1e-5 * abs,
+                    "{} groups {groups} row {r}: {got} vs f64 {want}",
+                    isa.name()
+                );
+            }
+        }
+    }
+}
