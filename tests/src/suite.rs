@@ -213,7 +213,9 @@ pub fn cpu_rows(seed: u64) -> Check {
     let isa = Isa::best();
     let mut worst = 0f64;
     for groups in (1..=9).chain(18..=19) {
-        let (n, k, m) = (rng.range(6, 20), 32 * groups, rng.range(1, 2));
+        // One activation row (decode) for even group counts, five (prefill's tiles of four,
+        // one partial) for odd ones.
+        let (n, k, m) = (rng.range(6, 20), 32 * groups, 1 + 4 * (groups % 2));
         let x = rng.normal_vec(m * k, 1.0);
         for scales in LAYOUTS {
             let w = random_q4_as(&mut rng, scales, n, k);

@@ -10,6 +10,7 @@
 
 use std::arch::x86_64::*;
 
+use super::tiles::{tiles, ActTile, WeightRow, TILE_MIN_ROWS, TX};
 use super::{each_row, RowBlock};
 use crate::cpu::q8::{Lq4Row, Q8Row};
 use crate::quant::BlockLayout;
@@ -30,8 +31,16 @@ pub unsafe fn rows(
     // Several activation rows (prefill): 4-bit rows in tiles that unpack each weight row once
     // for four activation rows.
     if xs.len() >= TILE_MIN_ROWS && w.layout != BlockLayout::Q8 {
-        // SAFETY: the caller's contract.
-        return unsafe { tiles(w, rows, xs, out, vnni_present()) };
+        let vnni = vnni_present();
+        // SAFETY: AVX2 and FMA present (the caller's contract), VNNI where `vnni`; `tiles`
+        // passes the lengths the kernels need.
+        return tiles(w, rows, xs, out, |wr, x, g| unsafe {
+            if vnni {
+                tile_row_vnni(wr, x, g)
+            } else {
+                tile_row(wr, x, g)
+            }
+        });
     }
     // SAFETY (each closure): each_row passes a row's codes (16·G or 32·G bytes) and scales
     // (the layout's group bytes × G) and an activation row of G groups.
@@ -342,124 +351,34 @@ unsafe fn q8_block(codes: *const i8, qs: *const i8) -> __m256 {
     }
 }
 
-/// Activation rows from which [`rows`] multiplies 4-bit rows in tiles.
-const TILE_MIN_ROWS: usize = 2;
-
-/// Activation rows of one tile.
-const TX: usize = 4;
-/// Activation tiles whose codes are kept in L1 while every weight row passes over them.
-const TILES_PER_BLOCK: usize = 4;
-
-/// 4-bit rows (LQ4 or `lq4h`) times several activation rows, the integer GEMM of prefill, in
-/// tiles of [`TW`] weight rows × [`TX`] activation rows. Per pair of groups a weight row's
-/// codes are split into nibbles once for the tile's four activation rows; the four integer
-/// products are gathered into one register by horizontal adds (lanes 0–3: the first group of
-/// the pair for activation rows 0–3, lanes 4–7: the second), so one conversion, one scale
-/// multiply and one FMA serve four (row, activation row) pairs instead of one, and one more
-/// FMA their min terms. The scales are prepared outside the loops: each weight row's as f32
-/// (`sc`, `mn`), each activation tile's scales and block sums transposed to the same lane
-/// order. A last partial activation tile repeats its last row and reports only the real ones.
-/// Returns [`super::lq4_q8`]'s pair per (row, activation row), with the f32 sums in another
-/// order than the row form's.
-///
-/// `vnni`: multiply with AVX-512 VNNI (the CPU must have it, [`vnni_present`]).
-///
-/// # Safety
-/// AVX2, FMA and F16C present (and VNNI where `vnni`); every `xs` row has the same group
-/// count G and the rows of `rows` lie inside `w` (as [`rows`]).
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn tiles(
-    w: RowBlock<'_>,
-    rows: std::ops::Range<usize>,
-    xs: &[Q8Row<'_>],
-    out: &mut impl FnMut(usize, usize, f32, f32),
-    vnni: bool,
-) {
-    let groups = xs.first().map_or(0, |x| x.d.len());
-    let (cb, sb, pairs) = (16 * groups, w.layout.group_bytes() * groups, groups / 2);
-    let xtiles = xs.len().div_ceil(TX);
-    let at = |i: usize, t: usize| xs[(i * TX + t).min(xs.len() - 1)];
-    // Per activation tile: its rows, and [pair][8] scales and block sums (rows 0–3 for the
-    // pair's first group, then for its second).
-    let tiles_x: Vec<[Q8Row<'_>; TX]> = (0..xtiles)
-        .map(|i| std::array::from_fn(|t| at(i, t)))
-        .collect();
-    let (mut dxt, mut sumt) = (
-        vec![0f32; xtiles * pairs * 8],
-        vec![0f32; xtiles * pairs * 8],
-    );
-    for (i, x) in tiles_x.iter().enumerate() {
-        for p in 0..pairs {
-            for (t, x) in x.iter().enumerate() {
-                let o = (i * pairs + p) * 8 + t;
-                (dxt[o], dxt[o + 4]) = (x.d[2 * p], x.d[2 * p + 1]);
-                (sumt[o], sumt[o + 4]) = (x.sum[2 * p], x.sum[2 * p + 1]);
-            }
-        }
-    }
-    // Every row's scales and mins as f32 ([rows][G]), converted once.
-    let n = rows.len();
-    let (mut sc, mut mn) = (vec![0f32; n * groups], vec![0f32; n * groups]);
-    for (j, r) in rows.clone().enumerate() {
-        let s = &w.subs[r * sb..(r + 1) * sb];
-        let span = j * groups..(j + 1) * groups;
-        // SAFETY: `s` holds the row's G groups' scale bytes.
-        unsafe { group_scales_f32(w.layout, s, &mut sc[span.clone()], &mut mn[span]) };
-    }
-    // Blocks of activation tiles (their codes stay in L1) outermost, so each output row is
-    // written along the weight rows.
-    for i0 in (0..xtiles).step_by(TILES_PER_BLOCK) {
-        let i1 = (i0 + TILES_PER_BLOCK).min(xtiles);
-        for (j, r) in rows.clone().enumerate() {
-            let c = &w.codes[r * cb..(r + 1) * cb];
-            let (sj, mj) = (&sc[j * groups..], &mn[j * groups..]);
-            for (i, x) in tiles_x.iter().enumerate().take(i1).skip(i0) {
-                let span = i * pairs * 8..(i + 1) * pairs * 8;
-                // SAFETY: `c` holds 16·G bytes, `sj` and `mj` G floats, the spans of `dxt`
-                // and `sumt` 8 floats per pair, the `x` rows G groups.
-                let args = (c, (sj, mj), (&dxt[span.clone()], &sumt[span]), x, groups);
-                let (acc, min) = unsafe {
-                    if vnni {
-                        tile_row_vnni(args.0, args.1, args.2, args.3, args.4)
-                    } else {
-                        tile_row(args.0, args.1, args.2, args.3, args.4)
-                    }
-                };
-                for t in 0..TX.min(xs.len() - i * TX) {
-                    out(r, i * TX + t, acc[t], min[t]);
-                }
-            }
-        }
-    }
-}
-
-/// One weight row of a tile: `(acc, min)` with `acc[t] = Σ_g sc[g]·dx_t[g]·Σ_i q·qx_t` and
-/// `min[t] = Σ_g mn[g]·Σx_t[g]` for the [`TX`] activation rows `x`, whose scales and sums
-/// `(dxt, sumt)` are in lane order (see [`tiles`]). Two forms, which differ only in how a
-/// pair of groups' bytes are multiplied: AVX2's `vpmaddubsw` + `vpmaddwd`, and AVX-512
-/// VNNI's `vpdpbusd` on 256-bit registers where the CPU has it (the same exact integers).
+/// One weight row of a tile ([`super::tiles`]): `(acc, min)` with
+/// `acc[t] = Σ_g sc[g]·dx_t[g]·Σ_i q·qx_t` and `min[t] = Σ_g mn[g]·Σx_t[g]` for the tile's
+/// [`TX`] activation rows. Per pair of groups the four rows' integer products are gathered by
+/// three horizontal adds into one register (lanes 0–3: group 2p for rows 0–3, lanes 4–7: group
+/// 2p + 1), the tile's lane order, so one conversion, one scale multiply and one FMA serve
+/// four products. Two forms, which differ only in how a pair of groups' bytes are multiplied:
+/// AVX2's `vpmaddubsw` + `vpmaddwd`, and AVX-512 VNNI's `vpdpbusd` on 256-bit registers where
+/// the CPU has it (the same exact integers).
 macro_rules! tile_row {
     ($(#[$doc:meta])* $name:ident, $features:literal, |$lo:ident, $hi:ident, $xe:ident, $xo:ident| $products:expr) => {
         $(#[$doc])*
         ///
         /// # Safety
-        /// The target features present; `codes` 16·G bytes, `sc` and `mn` G floats, `dxt`
-        /// and `sumt` 8 floats per pair, `x` rows of G groups.
+        /// The target features present; the lengths of [`super::tiles`]'s kernels.
         #[inline]
         #[target_feature(enable = $features)]
-        unsafe fn $name(
-            codes: &[u8],
-            (sc, mn): (&[f32], &[f32]),
-            (dxt, sumt): (&[f32], &[f32]),
-            x: &[Q8Row<'_>; TX],
+        pub(super) unsafe fn $name(
+            w: WeightRow<'_>,
+            x: ActTile<'_>,
             groups: usize,
         ) -> ([f32; TX], [f32; TX]) {
+            let (codes, sc, mn, dxt, sumt) = (w.codes, w.sc, w.mn, x.dx, x.sum);
             // SAFETY: pair p reads codes[32p..32p+32], sc/mn[2p..2p+2], dxt/sumt[8p..8p+8]
             // and qs[64p..64p+64] of each activation row; the last unpaired group g
             // codes[16g..+16], qs[32g..32g+32], d[g] and sum[g]: all inside the lengths
             // above.
             unsafe {
-                let xq: [*const i8; TX] = std::array::from_fn(|t| x[t].qs.as_ptr());
+                let xq: [*const i8; TX] = std::array::from_fn(|t| x.rows[t].qs.as_ptr());
                 let mask = _mm256_set1_epi8(0x0F);
                 let spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
                 let halves = |p: *const f32| {
@@ -502,8 +421,8 @@ macro_rules! tile_row {
                     let g = groups - 1;
                     for t in 0..TX {
                         let q = group_product(codes.as_ptr().add(16 * g), xq[t].add(32 * g));
-                        res[t] += sc[g] * x[t].d[g] * q as f32;
-                        min[t] += mn[g] * x[t].sum[g];
+                        res[t] += sc[g] * dxt[TX * g + t] * q as f32;
+                        min[t] += mn[g] * sumt[TX * g + t];
                     }
                 }
                 (res, min)
@@ -538,40 +457,6 @@ pub(super) fn vnni_present() -> bool {
             && std::arch::is_x86_feature_detected!("avx512vl")
             && std::arch::is_x86_feature_detected!("avx512f")
     })
-}
-
-/// A 4-bit row's per-group scales and mins as f32: LQ4's `(sc, mn)` bytes, `lq4h`'s f16
-/// `(s, m)` pairs (F16C, four groups a step).
-///
-/// # Safety
-/// F16C present; `subs` holds G groups' bytes of `layout`, `sc` and `mn` G floats.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn group_scales_f32(layout: BlockLayout, subs: &[u8], sc: &mut [f32], mn: &mut [f32]) {
-    let groups = sc.len();
-    if layout == BlockLayout::Lq4 {
-        for g in 0..groups {
-            (sc[g], mn[g]) = (subs[2 * g] as f32, subs[2 * g + 1] as f32);
-        }
-        return;
-    }
-    let mut g = 0;
-    // SAFETY: groups g..g+4 read subs[4g..4g+16], inside the row's 4·G bytes, and write
-    // sc/mn[g..g+4].
-    unsafe {
-        while g + 4 <= groups {
-            let h = _mm_loadu_si128(subs.as_ptr().add(4 * g) as *const __m128i);
-            // [s0 m0 s1 m1 s2 m2 s3 m3] → [s0 s1 s2 s3 | m0 m1 m2 m3]
-            let f = _mm256_cvtph_ps(h);
-            let f = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
-            _mm_storeu_ps(sc.as_mut_ptr().add(g), _mm256_castps256_ps128(f));
-            _mm_storeu_ps(mn.as_mut_ptr().add(g), _mm256_extractf128_ps::<1>(f));
-            g += 4;
-        }
-    }
-    for g in g..groups {
-        sc[g] = super::f16_to_f32(u16::from_le_bytes([subs[4 * g], subs[4 * g + 1]]));
-        mn[g] = super::f16_to_f32(u16::from_le_bytes([subs[4 * g + 2], subs[4 * g + 3]]));
-    }
 }
 
 /// [`crate::cpu::q8::quantize_row`] with AVX2, the same bits for finite activations: per block of 32 the largest

@@ -19,6 +19,7 @@ use super::q8::{Lq4Row, Q8Row, Q8Rows};
 use crate::quant::{BlockLayout, GROUP};
 
 pub mod scalar;
+pub mod tiles;
 
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
@@ -75,7 +76,7 @@ impl Isa {
     /// (each weight row unpacked once for a few activation rows), fast enough to replace the
     /// SGEMM over dequantized rows in prefill.
     pub fn tiles_4bit(self) -> bool {
-        self == Isa::Avx2
+        matches!(self, Isa::Avx2 | Isa::Simd128)
     }
 
     /// Short name for reports: `avx2`, `neon`, `simd128` (`relaxed-simd` where the build

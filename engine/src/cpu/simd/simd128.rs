@@ -9,6 +9,7 @@
 
 use core::arch::wasm32::*;
 
+use super::tiles::{tiles, ActTile, WeightRow, TILE_MIN_ROWS, TX};
 use super::{each_row, f16_to_f32, half_scales_tail, RowBlock};
 use crate::cpu::q8::{Lq4Row, Q8Row};
 use crate::quant::BlockLayout;
@@ -22,6 +23,10 @@ pub fn rows(
     scratch: &mut [f32],
     out: &mut impl FnMut(usize, usize, f32, f32),
 ) {
+    // Several activation rows (prefill): 4-bit rows in tiles of four activation rows.
+    if xs.len() >= TILE_MIN_ROWS && w.layout != BlockLayout::Q8 {
+        return tiles(w, rows, xs, out, tile_row);
+    }
     match w.layout {
         BlockLayout::Q8 => each_row(w, rows, xs, out, |c, s, x| {
             let m = half_scales(s, x, scratch);
@@ -40,6 +45,72 @@ pub fn rows(
         }),
         BlockLayout::Lq4h => each_row(w, rows, xs, out, lq4h_q8),
     }
+}
+
+/// One weight row of a tile ([`super::tiles`]): `(acc, min)` with
+/// `acc[t] = Σ_g sc[g]·dx_t[g]·Σ_i q·qx_t` and `min[t] = Σ_g mn[g]·Σx_t[g]` for the tile's
+/// [`TX`] activation rows. Per group the codes are split into nibbles once; the four rows'
+/// [`group_dot`]s (i32x4 each) are transposed and added by six shuffles and adds into one
+/// i32x4 whose lanes are the rows, so one conversion, one scale multiply and one add serve
+/// four products, and one multiply-add the min terms.
+fn tile_row(w: WeightRow<'_>, x: ActTile<'_>, groups: usize) -> ([f32; TX], [f32; TX]) {
+    assert!(
+        w.codes.len() == 16 * groups
+            && w.sc.len() == groups
+            && w.mn.len() == groups
+            && x.dx.len() == TX * groups
+            && x.sum.len() == TX * groups
+            && x.rows.iter().all(|r| r.qs.len() == 32 * groups),
+        "tile_row: slices disagree on the group count {groups}"
+    );
+    let mask = u8x16_splat(0x0F);
+    let xq: [*const i8; TX] = std::array::from_fn(|t| x.rows[t].qs.as_ptr());
+    let (mut acc, mut acc_m) = (f32x4_splat(0.0), f32x4_splat(0.0));
+    for g in 0..groups {
+        // Group g's even and odd activations (the paired order of `crate::cpu::q8`).
+        let (e, o) = if g + 1 == groups && groups % 2 == 1 {
+            (32 * g, 32 * g + 16)
+        } else {
+            let b = 64 * (g / 2) + 16 * (g % 2);
+            (b, b + 32)
+        };
+        // SAFETY: codes[16g..16g+16], each row's qs[e..e+16] and qs[o..o+16] (inside its
+        // 32·G codes) and dx/sum[4g..4g+4]: inside the lengths asserted above.
+        unsafe {
+            let v = v128_load(w.codes.as_ptr().add(16 * g) as *const v128);
+            let (lo, hi) = (v128_and(v, mask), u8x16_shr(v, 4));
+            let d: [v128; TX] = std::array::from_fn(|t| {
+                let xe = v128_load(xq[t].add(e) as *const v128);
+                let xo = v128_load(xq[t].add(o) as *const v128);
+                group_dot(lo, hi, xe, xo)
+            });
+            // [a0+a2, b0+b2, a1+a3, b1+b3], the same for c, d; then [Σa, Σb, Σc, Σd].
+            let ab = i32x4_add(
+                i32x4_shuffle::<0, 4, 1, 5>(d[0], d[1]),
+                i32x4_shuffle::<2, 6, 3, 7>(d[0], d[1]),
+            );
+            let cd = i32x4_add(
+                i32x4_shuffle::<0, 4, 1, 5>(d[2], d[3]),
+                i32x4_shuffle::<2, 6, 3, 7>(d[2], d[3]),
+            );
+            let sums = i32x4_add(
+                i32x4_shuffle::<0, 1, 4, 5>(ab, cd),
+                i32x4_shuffle::<2, 3, 6, 7>(ab, cd),
+            );
+            let dx = v128_load(x.dx.as_ptr().add(TX * g) as *const v128);
+            let scale = f32x4_mul(f32x4_splat(w.sc[g]), dx);
+            acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(sums), scale));
+            let sx = v128_load(x.sum.as_ptr().add(TX * g) as *const v128);
+            acc_m = f32x4_add(acc_m, f32x4_mul(f32x4_splat(w.mn[g]), sx));
+        }
+    }
+    let (mut res, mut min) = ([0f32; TX], [0f32; TX]);
+    // SAFETY: each array holds TX = 4 floats, one v128.
+    unsafe {
+        v128_store(res.as_mut_ptr() as *mut v128, acc);
+        v128_store(min.as_mut_ptr() as *mut v128, acc_m);
+    }
+    (res, min)
 }
 
 /// An `lq4h` row (f16 `(s, m)` per group) times a [`Q8Row`] in one pass, as

@@ -211,9 +211,11 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                     #[cfg(target_arch = "x86_64")]
                     {
                         let xs: Vec<Q8Row<'_>> = (0..m).map(|mi| xq.row(mi)).collect();
-                        // SAFETY: AVX2, FMA and F16C detected; rows 2..7 of 9 and m rows
-                        // of `groups` groups.
-                        unsafe { avx2::tiles(block, 2..7, &xs, &mut put, false) };
+                        // SAFETY: AVX2 and FMA detected; `tiles` passes the kernel's
+                        // lengths.
+                        tiles::tiles(block, 2..7, &xs, &mut put, |wr, x, g| unsafe {
+                            avx2::tile_row(wr, x, g)
+                        });
                     }
                 } else {
                     rows_dot(isa, block, 2..7, &xq, &mut scratch, put);

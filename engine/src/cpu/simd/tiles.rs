@@ -1,0 +1,133 @@
+//! The 4-bit × 8-bit GEMM of prefill, shared by the instruction sets that have a tile kernel
+//! (AVX2, `simd128`): the weight rows pass over blocks of activation rows, and each instruction
+//! set's kernel multiplies one weight row with a tile of [`TX`] activation rows.
+//!
+//! Per group a weight row's codes are split into nibbles once for the tile's four activation
+//! rows, and the kernel gathers the four integer products into one register whose lanes are
+//! the activation rows, so one conversion, one scale multiply and one add (or FMA) serve four
+//! (row, activation row) pairs instead of one, and one more their min terms. This driver
+//! prepares what the kernels read outside their loops: each weight row's scales and mins as
+//! f32, each activation tile's scales and block sums in the kernels' lane order
+//! (`[group][TX]`), and blocks of [`TILES_PER_BLOCK`] tiles whose codes stay in L1 while every
+//! weight row passes over them, so each output row is written along its length. A last
+//! partial tile repeats its last row and reports only the real ones.
+
+use super::{f16_to_f32, RowBlock};
+use crate::cpu::q8::Q8Row;
+use crate::quant::BlockLayout;
+
+/// Activation rows of one tile.
+pub const TX: usize = 4;
+
+/// Activation rows from which the instruction sets with a tile kernel take [`tiles`].
+pub const TILE_MIN_ROWS: usize = 2;
+
+/// Activation tiles kept in L1 while every weight row passes over them.
+const TILES_PER_BLOCK: usize = 4;
+
+/// A weight row's side of a tile: its codes (16·G bytes), and its per-group scales and mins
+/// as f32 (G each).
+#[derive(Clone, Copy)]
+pub struct WeightRow<'a> {
+    /// The row's codes in the LQ4 nibble order.
+    pub codes: &'a [u8],
+    /// Per-group scales (LQ4's `sc`, `lq4h`'s `s`).
+    pub sc: &'a [f32],
+    /// Per-group mins (LQ4's `mn`, `lq4h`'s `m`).
+    pub mn: &'a [f32],
+}
+
+/// An activation tile: its [`TX`] rows (of G groups each) and their scales and block sums in
+/// lane order, `dx[TX·g + t]` and `sum[TX·g + t]` for group g of row t.
+#[derive(Clone, Copy)]
+pub struct ActTile<'a> {
+    /// The rows (a partial tile repeats its last row).
+    pub rows: &'a [Q8Row<'a>; TX],
+    /// Scales `d` in lane order, `TX·G`.
+    pub dx: &'a [f32],
+    /// Block sums in lane order, `TX·G`.
+    pub sum: &'a [f32],
+}
+
+/// 4-bit rows (LQ4 or `lq4h`) `rows` of `w` times every row of `xs`: `out(r, mi, first,
+/// second)` receives [`super::lq4_q8`]'s pair (with the f32 sums in another order than the
+/// row forms'). `kernel(w, x, G)` returns `(Σ_g sc[g]·dx_t[g]·Σ_i q·qx_t, Σ_g mn[g]·Σx_t[g])`
+/// for `t < TX`, given the lengths above. Every `xs` row must have G groups and the rows
+/// lie inside `w` (internal invariants of [`super::rows_dot`], checked there).
+pub fn tiles(
+    w: RowBlock<'_>,
+    rows: std::ops::Range<usize>,
+    xs: &[Q8Row<'_>],
+    out: &mut impl FnMut(usize, usize, f32, f32),
+    kernel: impl Fn(WeightRow<'_>, ActTile<'_>, usize) -> ([f32; TX], [f32; TX]),
+) {
+    let Some(last) = xs.len().checked_sub(1) else {
+        return;
+    };
+    let groups = xs[0].d.len();
+    let (cb, sb) = (16 * groups, w.layout.group_bytes() * groups);
+    let xtiles = xs.len().div_ceil(TX);
+    let tiles_x: Vec<[Q8Row<'_>; TX]> = (0..xtiles)
+        .map(|i| std::array::from_fn(|t| xs[(i * TX + t).min(last)]))
+        .collect();
+    let (mut dxt, mut sumt) = (
+        vec![0f32; xtiles * groups * TX],
+        vec![0f32; xtiles * groups * TX],
+    );
+    for (i, x) in tiles_x.iter().enumerate() {
+        for g in 0..groups {
+            for (t, x) in x.iter().enumerate() {
+                let o = (i * groups + g) * TX + t;
+                (dxt[o], sumt[o]) = (x.d[g], x.sum[g]);
+            }
+        }
+    }
+    // Every row's scales and mins as f32 ([rows][G]), converted once.
+    let n = rows.len();
+    let (mut sc, mut mn) = (vec![0f32; n * groups], vec![0f32; n * groups]);
+    for (j, r) in rows.clone().enumerate() {
+        let span = j * groups..(j + 1) * groups;
+        row_scales(
+            w.layout,
+            &w.subs[r * sb..(r + 1) * sb],
+            &mut sc[span.clone()],
+            &mut mn[span],
+        );
+    }
+    for i0 in (0..xtiles).step_by(TILES_PER_BLOCK) {
+        let i1 = (i0 + TILES_PER_BLOCK).min(xtiles);
+        for (j, r) in rows.clone().enumerate() {
+            let span = j * groups..(j + 1) * groups;
+            let wr = WeightRow {
+                codes: &w.codes[r * cb..(r + 1) * cb],
+                sc: &sc[span.clone()],
+                mn: &mn[span],
+            };
+            for (i, x) in tiles_x.iter().enumerate().take(i1).skip(i0) {
+                let span = i * groups * TX..(i + 1) * groups * TX;
+                let tile = ActTile {
+                    rows: x,
+                    dx: &dxt[span.clone()],
+                    sum: &sumt[span],
+                };
+                let (acc, min) = kernel(wr, tile, groups);
+                for t in 0..TX.min(xs.len() - i * TX) {
+                    out(r, i * TX + t, acc[t], min[t]);
+                }
+            }
+        }
+    }
+}
+
+/// A 4-bit row's per-group scales and mins as f32: LQ4's `(sc, mn)` bytes, `lq4h`'s f16
+/// `(s, m)` pairs (`subs`: the row's G groups' bytes; `sc`, `mn`: G floats).
+fn row_scales(layout: BlockLayout, subs: &[u8], sc: &mut [f32], mn: &mut [f32]) {
+    let half = |i: usize| f16_to_f32(u16::from_le_bytes([subs[i], subs[i + 1]]));
+    for (g, (s, m)) in sc.iter_mut().zip(mn.iter_mut()).enumerate() {
+        (*s, *m) = if layout == BlockLayout::Lq4 {
+            (subs[2 * g] as f32, subs[2 * g + 1] as f32)
+        } else {
+            (half(4 * g), half(4 * g + 2))
+        };
+    }
+}
