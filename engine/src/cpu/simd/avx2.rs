@@ -32,7 +32,7 @@ pub unsafe fn rows(
     // for four activation rows.
     if xs.len() >= TILE_MIN_ROWS && w.layout != BlockLayout::Q8 {
         let vnni = vnni_present();
-        // SAFETY: AVX2 and FMA present (the caller's contract), VNNI where `vnni`; `tiles`
+        // SAFETY: AVX2 and FMA present (this function's contract), VNNI where `vnni`; `tiles`
         // passes the lengths the kernels need.
         return tiles(w, rows, xs, out, |wr, x, g| unsafe {
             if vnni {

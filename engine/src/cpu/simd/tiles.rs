@@ -53,7 +53,9 @@ pub struct ActTile<'a> {
 /// second)` receives [`super::lq4_q8`]'s pair (with the f32 sums in another order than the
 /// row forms'). `kernel(w, x, G)` returns `(Σ_g sc[g]·dx_t[g]·Σ_i q·qx_t, Σ_g mn[g]·Σx_t[g])`
 /// for `t < TX`, given the lengths above. Every `xs` row must have G groups and the rows
-/// lie inside `w` (internal invariants of [`super::rows_dot`], checked there).
+/// lie inside `w` (internal invariants of [`super::rows_dot`], checked there). Inlined into
+/// each instruction set's caller, so the driver and `out` compile for its target features.
+#[inline(always)]
 pub fn tiles(
     w: RowBlock<'_>,
     rows: std::ops::Range<usize>,
