@@ -98,7 +98,7 @@ impl Backend for CpuBackend {
     }
 
     fn q4_rounds_activations(&self, m: usize) -> bool {
-        matmul::is_gemv(m)
+        matmul::integer_products(m)
     }
 
     /// 256: where prefill takes the SGEMM (no 4-bit tiles for the instruction set) it
@@ -164,7 +164,7 @@ impl Backend for CpuBackend {
         kernel: MatmulKernel,
     ) -> Result<()> {
         check::fused_outputs("q4_matmul_add", n_out, m, w.rows)?;
-        if !matmul::is_gemv(m) {
+        if !matmul::integer_products(m) {
             self.q4_matmul(x, w, tmp, m, kernel)?;
             return self.add_assign(acc, tmp, n_out);
         }
@@ -185,7 +185,7 @@ impl Backend for CpuBackend {
     ) -> Result<()> {
         check::fused_outputs("q4_matmul_glu", n_out, m, w_gate.rows)?;
         check::glu_shapes((w_gate.rows, w_gate.cols), (w_up.rows, w_up.cols))?;
-        if !matmul::is_gemv(m) {
+        if !matmul::integer_products(m) {
             self.q4_matmul(x, w_gate, gate, m, kernel)?;
             self.q4_matmul(x, w_up, up, m, kernel)?;
             return self.silu_mul(gate, up, out, n_out);

@@ -29,11 +29,11 @@ pub fn f32_matmul(x: &[f32], w: &[f32], rows: usize, cols: usize, out: &mut [f32
 /// [`super::gemv`] (8-bit activations) rather than the SGEMM over dequantized rows: always
 /// where the instruction set multiplies 4-bit rows in tiles (AVX2: prefill's integer GEMM),
 /// else for fewer than [`GEMM_MIN_ROWS`] rows (decode).
-pub(crate) fn is_gemv(m: usize) -> bool {
+pub(crate) fn integer_products(m: usize) -> bool {
     m < GEMM_MIN_ROWS || super::simd::Isa::best().tiles_4bit()
 }
 
-/// `out[mi * stride + off + r] = (x Wᵀ)[mi][r]`: the integer products where [`is_gemv`],
+/// `out[mi * stride + off + r] = (x Wᵀ)[mi][r]`: the integer products where [`integer_products`],
 /// the packed SGEMM (dequantized weights) otherwise.
 pub(crate) fn q4_matmul_into(
     x: &[f32],
@@ -42,7 +42,7 @@ pub(crate) fn q4_matmul_into(
     m: usize,
     (stride, off): (usize, usize),
 ) {
-    if is_gemv(m) {
+    if integer_products(m) {
         return gemv::q4_gemv_q8(x, w, m, out, stride, off);
     }
     if (stride, off) == (w.rows, 0) {

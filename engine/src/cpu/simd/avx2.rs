@@ -375,8 +375,8 @@ macro_rules! tile_row {
             let (codes, sc, mn, dxt, sumt) = (w.codes, w.sc, w.mn, x.dx, x.sum);
             // SAFETY: pair p reads codes[32p..32p+32], sc/mn[2p..2p+2], dxt/sumt[8p..8p+8]
             // and qs[64p..64p+64] of each activation row; the last unpaired group g
-            // codes[16g..+16], qs[32g..32g+32], d[g] and sum[g]: all inside the lengths
-            // above.
+            // codes[16g..+16], qs[32g..32g+32] and dxt/sumt[4g..4g+4]: all inside the
+            // lengths `tiles` passes (codes 16·G, sc/mn G, dxt/sumt 4·G, qs 32·G).
             unsafe {
                 let xq: [*const i8; TX] = std::array::from_fn(|t| x.rows[t].qs.as_ptr());
                 let mask = _mm256_set1_epi8(0x0F);

@@ -88,6 +88,23 @@ fn every_isa_matches_the_scalar_form() {
     }
 }
 
+/// Row `r` of a `lq4h` or `q8_0` matrix times activation row 0 of `xq` in f64, from the
+/// same integers and scales the kernels read: `(Σ_g t_g, Σ_g |t_g|)` with
+/// `t_g = s_g·dx_g·Σ_i q_i·qx_i − m_g·Σx_g` (`m_g` = 0 for GGUF's Q8_0).
+fn f64_row(w: &Q4Matrix, r: usize, xq: &Q8Rows) -> (f64, f64) {
+    let (mut want, mut abs) = (0f64, 0f64);
+    for g in 0..w.cols / 32 {
+        let (s, m) = w.group_scales(r, g);
+        let isum: i64 = (0..32)
+            .map(|i| w.code(r, 32 * g + i) as i64 * xq.code(0, 32 * g + i) as i64)
+            .sum();
+        let t = s as f64 * xq.d[g] as f64 * isum as f64 - m as f64 * xq.sum[g] as f64;
+        want += t;
+        abs += t.abs();
+    }
+    (want, abs)
+}
+
 /// `lq4h` rows (f16 `(s, m)` per group) on every ISA against an f64 evaluation of the
 /// same integers and scales, on the same odd and even group counts.
 #[test]
@@ -108,17 +125,7 @@ fn every_isa_matches_f64_on_half_scale_rows() {
                 subs: &bytes[sm + r * 4 * groups..sm + (r + 1) * 4 * groups],
                 layout: BlockLayout::Lq4h,
             };
-            let (mut want, mut abs) = (0f64, 0f64);
-            for g in 0..groups {
-                let (s, m) = w.group_scales(r, g);
-                let mut isum = 0i64;
-                for i in 0..32 {
-                    isum += w.code(r, 32 * g + i) as i64 * xq.code(0, 32 * g + i) as i64;
-                }
-                let t = s as f64 * xq.d[g] as f64 * isum as f64 - m as f64 * xq.sum[g] as f64;
-                want += t;
-                abs += t.abs();
-            }
+            let (want, abs) = f64_row(&w, r, &xq);
             for isa in Isa::available() {
                 let (q, m) = lq4_q8(isa, row, xq.row(0), &mut scratch);
                 let got = q as f64 - m as f64;
@@ -388,16 +395,7 @@ fn every_isa_matches_f64_on_q8_rows() {
         let sm = 4 * w.sm_offset();
         let mut scratch = vec![0f32; groups];
         for r in 0..rows {
-            let (mut want, mut abs) = (0f64, 0f64);
-            for g in 0..groups {
-                let (s, _) = w.group_scales(r, g);
-                let isum: i64 = (0..32)
-                    .map(|i| w.code(r, 32 * g + i) as i64 * xq.code(0, 32 * g + i) as i64)
-                    .sum();
-                let t = s as f64 * xq.d[g] as f64 * isum as f64;
-                want += t;
-                abs += t.abs();
-            }
+            let (want, abs) = f64_row(&w, r, &xq);
             let subs = &bytes[sm + 4 * groups * r..sm + 4 * groups * (r + 1)];
             for isa in Isa::available() {
                 let got = q8_q8(
