@@ -301,6 +301,36 @@ impl Q4Matrix {
         out.finish()
     }
 
+    /// Checks a row-major `[rows, cols]` f32 matrix before it is quantized: `cols` a positive
+    /// multiple of [`GROUP`], `rows * cols` values, all finite; the error names `name` and the
+    /// first bad element.
+    pub(crate) fn check_input(name: &str, rows: usize, cols: usize, w: &[f32]) -> Result<()> {
+        let bad = |detail: String| EngineError::Quantize {
+            tensor: name.into(),
+            detail,
+        };
+        if cols == 0 || !cols.is_multiple_of(GROUP) {
+            return Err(bad(format!(
+                "columns {cols} are not a positive multiple of {GROUP}"
+            )));
+        }
+        if Some(w.len()) != rows.checked_mul(cols) {
+            return Err(bad(format!(
+                "{} values for shape [{rows}, {cols}]",
+                w.len()
+            )));
+        }
+        if let Some(i) = w.iter().position(|x| !x.is_finite()) {
+            return Err(bad(format!(
+                "non-finite value {} at row {}, column {}",
+                w[i],
+                i / cols,
+                i % cols
+            )));
+        }
+        Ok(())
+    }
+
     /// Quantizes a row-major `[rows, cols]` f32 matrix. Fails on NaN/Inf or a bad shape,
     /// naming `name` and the first bad element.
     pub fn quantize(name: &str, rows: usize, cols: usize, w: &[f32]) -> Result<Q4Matrix> {
@@ -322,25 +352,7 @@ impl Q4Matrix {
             tensor: name.into(),
             detail,
         };
-        if cols == 0 || !cols.is_multiple_of(GROUP) {
-            return Err(bad(format!(
-                "columns {cols} are not a positive multiple of {GROUP}"
-            )));
-        }
-        if w.len() != rows * cols {
-            return Err(bad(format!(
-                "{} values for shape [{rows}, {cols}]",
-                w.len()
-            )));
-        }
-        if let Some(i) = w.iter().position(|x| !x.is_finite()) {
-            return Err(bad(format!(
-                "non-finite value {} at row {}, column {}",
-                w[i],
-                i / cols,
-                i % cols
-            )));
-        }
+        Self::check_input(name, rows, cols, w)?;
         let weights = match importance {
             Some(imp) => Some(column_weights(imp, cols).map_err(bad)?),
             None => None,
@@ -468,9 +480,11 @@ impl Q4Matrix {
     }
 }
 
-/// 8-bit weights for quality comparisons and tests (`--quant q8`): symmetric int8 codes in
-/// groups of 32 along each row (the last group of a row may be shorter) with one f32 scale per
-/// group, 9 bits per weight. The engine dequantizes them to f32 at load; there is no q8 kernel.
+/// 8-bit weights with an f32 scale per group: symmetric int8 codes in groups of 32 along each
+/// row (the last group of a row may be shorter), 9 bits per weight. What `--quant q8` wrote
+/// before its matrices became `q8_0` ([`Q4Matrix::quantize_q8_0`]), and still writes for a
+/// matrix whose columns are not a multiple of 32 (`q4` too). The engine dequantizes them to
+/// f32 at load.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Q8Matrix {
     /// Output features.

@@ -122,7 +122,7 @@ fn policy_text(q: Quant) -> String {
     match q {
         Quant::Q4 => "matrices LQ4 (GGUF Q4_0/Q4_1/Q4_K matrices kept with their codes in lq4h, Q5_0/Q5_1/Q8_0/Q5_K/Q6_K in q8_0; q8 where columns % 32 != 0), embedding LQ4, 1-D f32".into(),
         Quant::Lq4 => "matrices and embedding LQ4, GGUF blocks requantized (q8 where columns % 32 != 0), 1-D f32".into(),
-        Quant::Q8 => "matrices q8 (int8, f32 scale per 32), 1-D f32".into(),
+        Quant::Q8 => "matrices q8_0 (int8, f16 scale per 32, as llama.cpp's Q8_0; GGUF Q8_0/Q5_0/Q5_1 matrices kept with their codes; q8 with f32 scales where columns % 32 != 0), 1-D f32".into(),
         Quant::F16 => "matrices f16, 1-D f32".into(),
         Quant::F32 => "all f32".into(),
     }
@@ -283,6 +283,8 @@ struct Layout {
     part_rows: usize,
     /// Rows read, merged and encoded at once.
     block_rows: usize,
+    /// The source's own blocks are copied, not quantized afresh.
+    kept: bool,
 }
 
 /// Step 3: writes tensors row block by row block (read → merge → check → encode → write).
@@ -350,14 +352,18 @@ impl Import<'_> {
         let keep_f32 = lorekeeper_engine::models::qwen3_5::F32_MATRICES
             .iter()
             .any(|s| name.ends_with(s));
-        // A GGUF Q4_0 / Q4_1 / Q5_x / Q8_0 / k-quant matrix is kept (no second rounding); a
-        // LoRA merge changes the values, so an adapted matrix is quantized afresh.
+        // A GGUF Q4_0 / Q4_1 / Q5_x / Q8_0 / k-quant matrix is kept (no second rounding): under
+        // q4 every one, under q8 the 8-bit ones (the 4-bit ones become q8_0 from their values);
+        // a LoRA merge changes the values, so an adapted matrix is quantized afresh.
         let kept = if shape.len() == 2
             && !keep_f32
-            && self.o.quant == Quant::Q4
+            && matches!(self.o.quant, Quant::Q4 | Quant::Q8)
             && !self.lora.is_some_and(|l| l.adapts(name))
         {
-            self.base.stored_q4(name)?.map(|m| m.layout)
+            self.base
+                .stored_q4(name)?
+                .map(|m| m.layout)
+                .filter(|&l| self.o.quant == Quant::Q4 || l == BlockLayout::Q8)
         } else {
             None
         };
@@ -384,6 +390,7 @@ impl Import<'_> {
             cols,
             part_rows,
             block_rows: (self.o.block_bytes / (4 * cols)).clamp(1, part_rows),
+            kept: kept.is_some(),
         })
     }
 
@@ -392,7 +399,7 @@ impl Import<'_> {
         let (dtype, cols) = (l.dtype, l.cols);
         let len = dtype.bytes_for(p1 - p0, cols) as u64;
         let place = self.w.begin(len)?;
-        let stored = if matches!(dtype, DType::Lq4h | DType::Q80) {
+        let stored = if l.kept {
             self.base.stored_q4(name)?
         } else {
             None
@@ -429,9 +436,9 @@ impl Import<'_> {
                     self.w.write(&b)?;
                 }
                 DType::Q8 => q8_blocks.push(Q8Matrix::quantize(b1 - b0, cols, &data)),
-                // Lq4h and Q80 are chosen only where the source holds the blocks (returned
-                // above).
-                DType::Lq4 | DType::Lq4h | DType::Q80 => {
+                DType::Q80 => q4_blocks.push(Q4Matrix::quantize_q8_0(name, b1 - b0, cols, &data)?),
+                // Lq4h is chosen only where the source holds the blocks (returned above).
+                DType::Lq4 | DType::Lq4h => {
                     let imp = self.o.importance.as_ref().and_then(|m| m.get(name));
                     q4_blocks.push(Q4Matrix::quantize_weighted(
                         name,

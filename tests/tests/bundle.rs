@@ -6,7 +6,8 @@
 //! - merged tensors equal peft's within 1e-6 relative;
 //! - an f32 bundle's logits equal transformers' within [`decoder::LOGITS`] (1e-4 relative),
 //!   greedy tokens exactly, on the CPU reference and on wgpu;
-//! - a q4 bundle within [`Q4_LOGITS`], greedy tokens exactly;
+//! - a q4 bundle within [`Q4_LOGITS`], greedy tokens exactly; a q8 bundle on its `q8_0` blocks
+//!   within [`Q8_LOGITS`];
 //! - row-block splitting (a tiny binding limit) gives the same logits as one block;
 //! - bad input (truncated or lying safetensors, mismatched or unsupported adapters, NaN weights,
 //!   corrupt or truncated shards) is an error naming the file and tensor, and nothing
@@ -19,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use index_builder::{build_model, ModelOptions};
-use lorekeeper_engine::format::bundle::{ModelBundle, Quant, MANIFEST_FILE};
+use lorekeeper_engine::format::bundle::{DType, ModelBundle, Quant, MANIFEST_FILE};
 use lorekeeper_engine::format::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::loader;
 use lorekeeper_engine::models::Decoder;
@@ -34,6 +35,9 @@ use lorekeeper_tests::decoder;
 /// Greedy tokens (top-2 gaps ≥ 0.26 on the reference) must agree exactly; perplexity on a real
 /// model (README) is the quality measure that matters.
 const Q4_LOGITS: Tolerance = Tolerance::new(3.0, 0.0);
+/// `q8_0` weights on the block kernels against the f32 reference (8-bit activations on the
+/// CPU, f32 on wgpu), same logit scale as [`Q4_LOGITS`].
+const Q8_LOGITS: Tolerance = Tolerance::new(0.5, 0.0);
 /// Merged weights against peft's: the same f32 arithmetic up to summation order.
 const MERGE: Tolerance = Tolerance::new(1e-7, 1e-6);
 
@@ -206,6 +210,32 @@ fn q8_and_f16_bundles_match_closely() {
         build(tmp.path(), q, true, None).expect("build");
         check_bundle(&CpuBackend, tmp.path(), WeightFormat::F32, tol);
     }
+}
+
+/// A q8 bundle's matrices are `q8_0` blocks (llama.cpp's Q8_0), which it runs on the block
+/// kernels by default, on the CPU (8-bit activations) and on wgpu, within [`Q8_LOGITS`] of
+/// transformers with the same greedy tokens.
+#[test]
+fn q8_bundle_runs_its_q8_0_blocks() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    build(tmp.path(), Quant::Q8, true, None).expect("build");
+    let bundle = ModelBundle::open_dir(tmp.path()).expect("open");
+    let model = bundle.model();
+    let matrices: Vec<_> = model
+        .tensors
+        .iter()
+        .filter(|(n, t)| t.shape.len() == 2 && !n.contains("norm"))
+        .collect();
+    assert!(!matrices.is_empty());
+    for (name, t) in matrices {
+        assert_eq!(t.dtype, DType::Q80, "{name}");
+    }
+    assert_eq!(
+        lorekeeper_engine::answer::session::bundle_format(&bundle.manifest),
+        WeightFormat::Q4
+    );
+    check_bundle(&CpuBackend, tmp.path(), WeightFormat::Q4, Q8_LOGITS);
+    check_bundle(gpu(), tmp.path(), WeightFormat::Q4, Q8_LOGITS);
 }
 
 /// Logits of the last position of a prompt for a bundle.

@@ -10,7 +10,8 @@ use crate::backend::Backend;
 use crate::embed::Embedder;
 use crate::error::{EngineError, Result};
 use crate::format::bundle::{
-    BundlePart, IndexBundle, Manifest, ModelBundle, Quant, TensorEntry, MANIFEST_FILE,
+    BundlePart, DType, IndexBundle, Manifest, ModelBundle, ModelManifest, Quant, TensorEntry,
+    MANIFEST_FILE,
 };
 use crate::models::LoadOptions;
 use crate::models::WeightFormat;
@@ -46,11 +47,15 @@ pub fn bundle_config(bundle: &ModelBundle) -> Result<(ModelConfig, Tokenizer)> {
     Ok((cfg, tok))
 }
 
-/// The weight format a bundle's model is stored in: LQ4 for a q4 bundle, f32 otherwise (q8
-/// and f16 are dequantized at load).
+/// The weight format a bundle's model runs in: its blocks ([`WeightFormat::Q4`]) for a q4
+/// bundle, and for a q8 one whose matrices are `q8_0` blocks; f32 otherwise (f16 is
+/// dequantized at load, and so is a q8 bundle written before its matrices became `q8_0`, whose
+/// 8-bit rows carry f32 scales no kernel reads).
 pub fn bundle_format(m: &Manifest) -> WeightFormat {
-    match m.model.as_ref().map(|m| m.quant) {
-        Some(Quant::Q4 | Quant::Lq4) => WeightFormat::Q4,
+    let blocks = |m: &ModelManifest| m.tensors.values().any(|t| t.dtype == DType::Q80);
+    match m.model.as_ref() {
+        Some(m) if matches!(m.quant, Quant::Q4 | Quant::Lq4) => WeightFormat::Q4,
+        Some(m) if m.quant == Quant::Q8 && blocks(m) => WeightFormat::Q4,
         _ => WeightFormat::F32,
     }
 }
@@ -190,8 +195,8 @@ impl Footprint {
     }
 }
 
-/// Host bytes of one tensor once loaded: 4-bit (LQ4, lq4h) as stored when the weights stay 4-bit, f32
-/// otherwise (q8 and f16 are dequantized at load).
+/// Host bytes of one tensor once loaded: blocks (LQ4, lq4h, q8_0) as stored when the weights
+/// stay blocks, f32 otherwise (f16 and f32-scaled q8 are dequantized at load).
 fn resident_bytes(t: &TensorEntry, keep_lq4: bool) -> u64 {
     if keep_lq4 && t.dtype.q4_layout().is_some() {
         t.parts.iter().fold(0u64, |a, p| a.saturating_add(p.length))

@@ -131,7 +131,8 @@ pub enum Quant {
     Q4,
     /// LQ4 matrices, GGUF blocks requantized too (the smaller format), f32 norms.
     Lq4,
-    /// 8-bit matrices (dequantized at load), f32 norms.
+    /// 8-bit matrices as `q8_0` blocks (llama.cpp's `Q8_0`: an f16 scale per 32 int8 codes;
+    /// a GGUF's own Q8_0 / Q5_0 / Q5_1 blocks kept), run by the block kernels; f32 norms.
     Q8,
     /// f16 matrices, f32 norms.
     F16,
@@ -140,11 +141,13 @@ pub enum Quant {
 }
 
 impl Quant {
-    /// The dtype a matrix (2-D tensor) `[rows, cols]` gets under this policy. LQ4 needs
-    /// `cols % 32 == 0`; other matrices fall back to q8.
+    /// The dtype a matrix (2-D tensor) `[rows, cols]` gets under this policy. LQ4 and `q8_0`
+    /// need `cols % 32 == 0`; other matrices fall back to q8 with f32 scales (dequantized at
+    /// load).
     pub fn matrix_dtype(self, cols: usize) -> DType {
         match self {
             Quant::Q4 | Quant::Lq4 if cols.is_multiple_of(GROUP) => DType::Lq4,
+            Quant::Q8 if cols.is_multiple_of(GROUP) => DType::Q80,
             Quant::Q4 | Quant::Lq4 | Quant::Q8 => DType::Q8,
             Quant::F16 => DType::F16,
             Quant::F32 => DType::F32,

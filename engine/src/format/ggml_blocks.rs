@@ -33,6 +33,34 @@ impl Q4Matrix {
         })
     }
 
+    /// Quantizes a row-major `[rows, cols]` f32 matrix to `q8_0` as llama.cpp's `Q8_0` does
+    /// (`quantize_row_q8_0_ref`): per group of 32, `d = amax / 127`, codes `round(w · (1 / d))`, `d`
+    /// stored as f16 (`(s, m) = (d, 0)`), so the codes and scales are those a GGUF `Q8_0` file of
+    /// the same weights holds. `--quant q8` bundles; the kernels are the ones that run a
+    /// GGUF's `Q8_0` blocks. Fails on NaN/Inf or a bad shape, naming `name` and the element.
+    pub fn quantize_q8_0(name: &str, rows: usize, cols: usize, w: &[f32]) -> Result<Q4Matrix> {
+        Self::check_input(name, rows, cols, w)?;
+        let layout = BlockLayout::Q8;
+        let sm = layout.sm_offset(rows, cols);
+        let mut out = vec![0u32; layout.words(rows, cols)];
+        for (i, g) in w.chunks_exact(GROUP).enumerate() {
+            let amax = g.iter().fold(0f32, |a, v| a.max(v.abs()));
+            let d = amax / 127.0;
+            let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+            out[sm + i] = half::f16::from_f32(d).to_bits() as u32;
+            let q = |v: f32| (v * id).round().clamp(-127.0, 127.0) as i8 as u8;
+            for (k, c) in g.chunks_exact(4).enumerate() {
+                out[8 * i + k] = u32::from_le_bytes([q(c[0]), q(c[1]), q(c[2]), q(c[3])]);
+            }
+        }
+        Ok(Q4Matrix {
+            rows,
+            cols,
+            data: out,
+            layout,
+        })
+    }
+
     /// A GGUF `Q5_0` (blocks of 22 bytes: f16 `d`, 4 bytes of fifth bits, 16 of nibbles;
     /// `w = d·(q − 16)`) or `Q5_1` tensor (24 bytes: f16 `d`, f16 `m`, then the same;
     /// `w = d·q + m`) as a `q8_0` matrix with the same values: codes `q − 16` (Q5_0) or `q`
@@ -579,5 +607,63 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("multiple of 256"), "{e}");
+    }
+
+    /// `--quant q8`'s quantizer gives the blocks llama.cpp's `Q8_0` reference does: its matrix
+    /// equals the one read from GGUF `Q8_0` bytes made by that reference's formula (f16 `d =
+    /// amax / 127`, codes `round(w · (1 / d))`), on 5 rows of 3 groups with a zero group and
+    /// a group of one large value; every value is within half a step (plus the f16 rounding of
+    /// `d`) of the weight; a bad shape and a NaN are refused by name.
+    #[test]
+    fn q8_0_quantizer_matches_the_ggml_reference() {
+        let mut rng = Pcg32::new(21);
+        let (n, k) = (5, 96);
+        let mut w = rng.normal_vec(n * k, 0.05);
+        w[32..64].iter_mut().for_each(|v| *v = 0.0);
+        w[100] = -3.0;
+        let mut raw = Vec::new();
+        for g in w.chunks_exact(32) {
+            let amax = g.iter().fold(0f32, |a, v| a.max(v.abs()));
+            let d = amax / 127.0;
+            raw.extend_from_slice(&half::f16::from_f32(d).to_bits().to_le_bytes());
+            for v in g {
+                let q = if amax > 0.0 {
+                    (v * (1.0 / d)).round()
+                } else {
+                    0.0
+                };
+                raw.push(q as i8 as u8);
+            }
+        }
+        let want = Q4Matrix::from_ggml_q8_0("t", n, k, &raw).expect("reference");
+        let got = Q4Matrix::quantize_q8_0("t", n, k, &w).expect("quantize");
+        assert_eq!(got.layout, BlockLayout::Q8);
+        let differ = got
+            .data
+            .iter()
+            .zip(&want.data)
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(differ, 0, "{differ} words differ from the reference blocks");
+        for (i, (a, b)) in got.dequantize().iter().zip(&w).enumerate() {
+            let g = &w[32 * (i / 32)..32 * (i / 32 + 1)];
+            let d = g.iter().fold(0f32, |a, v| a.max(v.abs())) / 127.0;
+            assert!(
+                (a - b).abs() <= d * (0.5 + 127.0 / 2048.0) + 1e-9,
+                "element {i}: {a} vs {b} (step {d})"
+            );
+        }
+        let e = Q4Matrix::quantize_q8_0("blk.1.w", 2, 33, &[0.0; 66])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("blk.1.w") && e.contains("33"), "{e}");
+        w[7] = f32::NAN;
+        let e = Q4Matrix::quantize_q8_0("blk.2.w", n, k, &w)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("blk.2.w") && e.contains("row 0, column 7"),
+            "{e}"
+        );
     }
 }

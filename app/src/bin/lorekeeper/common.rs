@@ -29,7 +29,7 @@ pub enum BackendArg {
 pub enum WeightsArg {
     /// f32 (exact dequantization of the source)
     F32,
-    /// LQ4 4-bit, quantized at load
+    /// quantized blocks: the source's own (LQ4, lq4h, q8_0), else LQ4 quantized at load
     Q4,
 }
 
@@ -42,7 +42,7 @@ pub struct ModelArgs {
     /// Where to run
     #[arg(long, value_enum, default_value = "auto")]
     pub backend: BackendArg,
-    /// How to store matmul weights on the device [default: q4 for a q4 bundle or a 4-bit GGUF, else f32]
+    /// How to store matmul weights on the device [default: q4 for a q4 or q8 bundle or a GGUF of quantized blocks, else f32]
     #[arg(long, value_enum)]
     pub weights: Option<WeightsArg>,
     /// KV-cache capacity in tokens

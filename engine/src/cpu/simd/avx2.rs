@@ -28,19 +28,24 @@ pub unsafe fn rows(
     scratch: &mut [f32],
     out: &mut impl FnMut(usize, usize, f32, f32),
 ) {
-    // Several activation rows (prefill): 4-bit rows in tiles that unpack each weight row once
-    // for four activation rows.
-    if xs.len() >= TILE_MIN_ROWS && w.layout != BlockLayout::Q8 {
+    // Several activation rows (prefill): tiles that load each weight row's group once for
+    // four activation rows (4-bit rows unpacked once, 8-bit rows' signs taken once).
+    if xs.len() >= TILE_MIN_ROWS {
         let vnni = vnni_present();
         // SAFETY: AVX2 and FMA present (this function's contract), VNNI where `vnni`; `tiles`
         // passes the lengths the kernels need.
-        return tiles(w, rows, xs, out, |wr, x, g| unsafe {
-            if vnni {
+        return match (w.layout, vnni) {
+            (BlockLayout::Q8, true) => tiles(w, rows, xs, out, |wr, x, g| unsafe {
+                tile_row_q8_vnni(wr, x, g)
+            }),
+            (BlockLayout::Q8, false) => tiles(w, rows, xs, out, |wr, x, g| unsafe {
+                tile_row_q8(wr, x, g)
+            }),
+            (_, true) => tiles(w, rows, xs, out, |wr, x, g| unsafe {
                 tile_row_vnni(wr, x, g)
-            } else {
-                tile_row(wr, x, g)
-            }
-        });
+            }),
+            (_, false) => tiles(w, rows, xs, out, |wr, x, g| unsafe { tile_row(wr, x, g) }),
+        };
     }
     // SAFETY (each closure): each_row passes a row's codes (16·G or 32·G bytes) and scales
     // (the layout's group bytes × G) and an activation row of G groups.
@@ -447,6 +452,108 @@ tile_row!(
     tile_row_vnni,
     "avx2,fma,avx512f,avx512vl,avx512vnni",
     |lo, hi, xe, xo| _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, xe), hi, xo)
+);
+
+/// One `q8_0` weight row of a tile ([`super::tiles`]): the same `(acc, min)` as [`tile_row!`]'s
+/// kernels, for 8-bit codes in natural order. Per group the weights are loaded once and their
+/// magnitudes taken once (`vpsignb`, as [`q8_block`]); each activation row gets the weights'
+/// signs and its products. Per pair of groups six horizontal adds, two lane permutes and one
+/// add gather the four rows' sums into one register in the tile's lane order (lanes 0–3:
+/// group 2p for rows 0–3, lanes 4–7: group 2p + 1), so one conversion, one scale multiply and
+/// one FMA serve eight products.
+macro_rules! tile_row_q8 {
+    ($(#[$doc:meta])* $name:ident, $features:literal, |$aw:ident, $sx:ident| $products:expr) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The target features present; the lengths of [`super::tiles`]'s kernels for 8-bit
+        /// codes (codes 32·G bytes).
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn $name(
+            w: WeightRow<'_>,
+            x: ActTile<'_>,
+            groups: usize,
+        ) -> ([f32; TX], [f32; TX]) {
+            let (codes, sc, mn, dxt, sumt) = (w.codes, w.sc, w.mn, x.dx, x.sum);
+            // SAFETY: group g reads codes[32g..32g+32], sc/mn[g], dxt/sumt[4g..4g+4] and
+            // qs[32g..32g+32] of each activation row (a pair: groups 2p and 2p + 1): inside
+            // the lengths `tiles` passes (codes 32·G, sc/mn G, dxt/sumt 4·G, qs 32·G).
+            unsafe {
+                let xq: [*const i8; TX] = std::array::from_fn(|t| x.rows[t].qs.as_ptr());
+                // Group g's products for the four rows, as [rows 0–3: lanes 0–3 | rows 0–3:
+                // lanes 4–7] of its eight i32 partial sums.
+                let group = |g: usize| {
+                    let wv = _mm256_loadu_si256(codes.as_ptr().add(32 * g) as *const __m256i);
+                    let $aw = _mm256_sign_epi8(wv, wv);
+                    let m: [__m256i; TX] = std::array::from_fn(|t| {
+                        let v = _mm256_loadu_si256(xq[t].add(32 * g) as *const __m256i);
+                        let $sx = _mm256_sign_epi8(v, wv);
+                        $products
+                    });
+                    _mm256_hadd_epi32(
+                        _mm256_hadd_epi32(m[0], m[1]),
+                        _mm256_hadd_epi32(m[2], m[3]),
+                    )
+                };
+                let spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+                let halves = |p: *const f32| {
+                    let v = _mm_castsi128_ps(_mm_loadl_epi64(p as *const __m128i));
+                    _mm256_permutevar8x32_ps(_mm256_castps128_ps256(v), spread)
+                };
+                let (mut acc, mut acc_m) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+                for p in 0..groups / 2 {
+                    let (h0, h1) = (group(2 * p), group(2 * p + 1));
+                    let q = _mm256_add_epi32(
+                        _mm256_permute2x128_si256::<0x20>(h0, h1),
+                        _mm256_permute2x128_si256::<0x31>(h0, h1),
+                    );
+                    let s = _mm256_mul_ps(
+                        halves(sc.as_ptr().add(2 * p)),
+                        _mm256_loadu_ps(dxt.as_ptr().add(8 * p)),
+                    );
+                    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, acc);
+                    let sm = _mm256_loadu_ps(sumt.as_ptr().add(8 * p));
+                    acc_m = _mm256_fmadd_ps(halves(mn.as_ptr().add(2 * p)), sm, acc_m);
+                }
+                let half_sum = |v: __m256| {
+                    _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v))
+                };
+                let (mut acc, mut acc_m) = (half_sum(acc), half_sum(acc_m));
+                if groups % 2 == 1 {
+                    let g = groups - 1;
+                    let h = group(g);
+                    let q = _mm_add_epi32(
+                        _mm256_castsi256_si128(h),
+                        _mm256_extracti128_si256::<1>(h),
+                    );
+                    let s = _mm_mul_ps(_mm_set1_ps(sc[g]), _mm_loadu_ps(dxt.as_ptr().add(TX * g)));
+                    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(q), s, acc);
+                    let sm = _mm_loadu_ps(sumt.as_ptr().add(TX * g));
+                    acc_m = _mm_fmadd_ps(_mm_set1_ps(mn[g]), sm, acc_m);
+                }
+                let (mut res, mut min) = ([0f32; TX], [0f32; TX]);
+                _mm_storeu_ps(res.as_mut_ptr(), acc);
+                _mm_storeu_ps(min.as_mut_ptr(), acc_m);
+                (res, min)
+            }
+        }
+    };
+}
+
+tile_row_q8!(
+    /// [`tile_row_q8!`] with AVX2: `vpmaddubsw` of `|w|` and the signed activations into i16
+    /// pairs (at most 2·128·127, no saturation), widened by `vpmaddwd`.
+    tile_row_q8,
+    "avx2,fma",
+    |aw, sx| _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1))
+);
+
+tile_row_q8!(
+    /// [`tile_row_q8!`] with AVX-512 VNNI on 256-bit registers: one `vpdpbusd`.
+    tile_row_q8_vnni,
+    "avx2,fma,avx512f,avx512vl,avx512vnni",
+    |aw, sx| _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, sx)
 );
 
 /// True where the CPU has AVX-512 VNNI with 256-bit forms (detected once).

@@ -130,7 +130,8 @@ impl<'a> RowBlock<'a> {
 }
 
 /// Rows `rows` of `w` times every row of `x`: `out(r, mi, first, second)` receives
-/// [`lq4_q8`]'s pair for 4-bit rows and `(`[`q8_q8`]`, 0)` for `q8_0` rows. The lengths are
+/// [`lq4_q8`]'s pair for 4-bit rows and for `q8_0` rows a pair whose difference is
+/// [`q8_q8`] (`(q8_q8, 0)` from the row forms; the tiles' products and min term). The lengths are
 /// checked and the instruction set chosen once per call, and the SIMD forms run the loop
 /// inside their own `#[target_feature]` code (the per-row checks and dispatch cost as
 /// much as a 576-wide row's arithmetic).

@@ -145,15 +145,24 @@ fn every_isa_matches_f64_on_half_scale_rows() {
 #[test]
 fn rows_dot_matches_the_row_forms_on_every_isa() {
     let mut rng = Pcg32::new(21);
-    // Activation rows 1 (decode), 2, 5 and 9 (AVX2's tiles of four, with a partial one);
+    // Activation rows 1 (decode), 2, 5 and 9 (AVX2's tiles of four, with a partial one; 4-bit
+    // and 8-bit rows);
     // weight rows 2..7 (one tile of four and a single row).
     for (groups, m) in [(1usize, 5), (6, 2), (9, 9), (18, 1), (18, 5), (3, 4)] {
         let (rows, k) = (9, 32 * groups);
         let wf = rng.normal_vec(rows * k, 0.05);
+        // A `q8_0` matrix with mins too (as GGUF's Q5_1 blocks become).
+        let mut with_mins = random_q8_0(&mut rng, rows, k);
+        let sm = with_mins.sm_offset();
+        for word in &mut with_mins.data[sm..] {
+            let m = half::f16::from_f32(rng.normal_vec(1, 0.01)[0]);
+            *word |= (m.to_bits() as u32) << 16;
+        }
         let mats = [
             Q4Matrix::quantize("w", rows, k, &wf).expect("quantize"),
             random_q4_1(&mut rng, rows, k),
             random_q8_0(&mut rng, rows, k),
+            with_mins,
         ];
         let xf = rng.normal_vec(m * k, 1.0);
         for w in &mats {
@@ -205,7 +214,7 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
             let mut forms: Vec<(Isa, bool)> =
                 Isa::available().into_iter().map(|i| (i, false)).collect();
             #[cfg(target_arch = "x86_64")]
-            if avx2_present() && avx2::vnni_present() && w.layout != BlockLayout::Q8 && m > 1 {
+            if avx2_present() && avx2::vnni_present() && m > 1 {
                 forms.push((Isa::Avx2, true));
             }
             for (isa, plain) in forms {
@@ -221,7 +230,11 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                         // SAFETY: AVX2 and FMA detected; `tiles` passes the kernel's
                         // lengths.
                         tiles::tiles(block, 2..7, &xs, &mut put, |wr, x, g| unsafe {
-                            avx2::tile_row(wr, x, g)
+                            if w.layout == BlockLayout::Q8 {
+                                avx2::tile_row_q8(wr, x, g)
+                            } else {
+                                avx2::tile_row(wr, x, g)
+                            }
                         });
                     }
                 } else {
@@ -237,6 +250,13 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                                 "{} row {r} outside the block",
                                 isa.name()
                             );
+                            // A `q8_0` row's pair is read as its difference (the tiles give
+                            // the products and the min term, the row form their difference).
+                            let (a, b, want) = if w.layout == BlockLayout::Q8 {
+                                (a - b, 0.0, &(want.0 - want.1, 0.0))
+                            } else {
+                                (*a, *b, want)
+                            };
                             let tol = 1e-5 * (want.0.abs() + want.1.abs() + 1e-3);
                             assert!(
                                 (a - want.0).abs() <= tol && (b - want.1).abs() <= tol,

@@ -1,6 +1,7 @@
-//! The 4-bit × 8-bit GEMM of prefill, shared by the instruction sets that have a tile kernel
-//! (AVX2, `simd128`): the weight rows pass over blocks of activation rows, and each instruction
-//! set's kernel multiplies one weight row with a tile of [`TX`] activation rows.
+//! The 4-bit (and `q8_0`) × 8-bit GEMM of prefill, shared by the instruction sets that have a
+//! tile kernel (AVX2 for both, `simd128` for 4-bit rows): the weight rows pass over blocks of
+//! activation rows, and each instruction set's kernel multiplies one weight row with a tile of
+//! [`TX`] activation rows.
 //!
 //! Per group a weight row's codes are split into nibbles once for the tile's four activation
 //! rows, and the kernel gathers the four integer products into one register whose lanes are
@@ -25,11 +26,11 @@ pub const TILE_MIN_ROWS: usize = 2;
 /// Activation tiles kept in L1 while every weight row passes over them.
 const TILES_PER_BLOCK: usize = 4;
 
-/// A weight row's side of a tile: its codes (16·G bytes), and its per-group scales and mins
-/// as f32 (G each).
+/// A weight row's side of a tile: its codes (16·G bytes, 32·G for `q8_0`), and its per-group
+/// scales and mins as f32 (G each).
 #[derive(Clone, Copy)]
 pub struct WeightRow<'a> {
-    /// The row's codes in the LQ4 nibble order.
+    /// The row's codes in the LQ4 nibble order (`q8_0`: bytes in natural order).
     pub codes: &'a [u8],
     /// Per-group scales (LQ4's `sc`, `lq4h`'s `s`).
     pub sc: &'a [f32],
@@ -49,9 +50,10 @@ pub struct ActTile<'a> {
     pub sum: &'a [f32],
 }
 
-/// 4-bit rows (LQ4 or `lq4h`) `rows` of `w` times every row of `xs`: `out(r, mi, first,
+/// Rows `rows` of `w` (LQ4, `lq4h` or `q8_0`) times every row of `xs`: `out(r, mi, first,
 /// second)` receives [`super::lq4_q8`]'s pair (with the f32 sums in another order than the
-/// row forms'). `kernel(w, x, G)` returns `(Σ_g sc[g]·dx_t[g]·Σ_i q·qx_t, Σ_g mn[g]·Σx_t[g])`
+/// row forms'; for `q8_0` the products and the min term, whose difference is
+/// [`super::q8_q8`]). `kernel(w, x, G)` returns `(Σ_g sc[g]·dx_t[g]·Σ_i q·qx_t, Σ_g mn[g]·Σx_t[g])`
 /// for `t < TX`, given the lengths above. Every `xs` row must have G groups and the rows
 /// lie inside `w` (internal invariants of [`super::rows_dot`], checked there). Inlined into
 /// each instruction set's caller, so the driver and `out` compile for its target features.
@@ -67,7 +69,10 @@ pub fn tiles(
         return;
     };
     let groups = xs[0].d.len();
-    let (cb, sb) = (16 * groups, w.layout.group_bytes() * groups);
+    let (cb, sb) = (
+        w.layout.code_bits() * 4 * groups,
+        w.layout.group_bytes() * groups,
+    );
     let xtiles = xs.len().div_ceil(TX);
     let tiles_x: Vec<[Q8Row<'_>; TX]> = (0..xtiles)
         .map(|i| std::array::from_fn(|t| xs[(i * TX + t).min(last)]))
@@ -121,7 +126,7 @@ pub fn tiles(
     }
 }
 
-/// A 4-bit row's per-group scales and mins as f32: LQ4's `(sc, mn)` bytes, `lq4h`'s f16
+/// A row's per-group scales and mins as f32: LQ4's `(sc, mn)` bytes, `lq4h`'s and `q8_0`'s f16
 /// `(s, m)` pairs (`subs`: the row's G groups' bytes; `sc`, `mn`: G floats).
 fn row_scales(layout: BlockLayout, subs: &[u8], sc: &mut [f32], mn: &mut [f32]) {
     let half = |i: usize| f16_to_f32(u16::from_le_bytes([subs[i], subs[i + 1]]));

@@ -18,7 +18,8 @@ enum QuantArg {
     Q4,
     /// LQ4 for every matrix, a GGUF's blocks requantized too (smaller, some quality lost)
     Lq4,
-    /// int8 matrices with an f32 scale per 32 (9 bits per weight)
+    /// 8-bit q8_0 matrices (llama.cpp's Q8_0: int8 with an f16 scale per 32, 9 bits per weight;
+    /// a GGUF's own Q8_0/Q5_0/Q5_1 blocks kept), f32 norms
     Q8,
     /// f16 matrices
     F16,
