@@ -36,7 +36,8 @@ use lorekeeper_tests::decoder;
 /// model (README) is the quality measure that matters.
 const Q4_LOGITS: Tolerance = Tolerance::new(3.0, 0.0);
 /// `q8_0` weights on the block kernels against the f32 reference (8-bit activations on the
-/// CPU, f32 on wgpu), same logit scale as [`Q4_LOGITS`].
+/// CPU, f32 on wgpu), same logit scale as [`Q4_LOGITS`]: measured max error 0.33 on the CPU,
+/// 0.23 on lavapipe.
 const Q8_LOGITS: Tolerance = Tolerance::new(0.5, 0.0);
 /// Merged weights against peft's: the same f32 arithmetic up to summation order.
 const MERGE: Tolerance = Tolerance::new(1e-7, 1e-6);

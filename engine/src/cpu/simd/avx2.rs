@@ -153,11 +153,34 @@ unsafe fn codes_dot(codes: &[u8], x: Q8Row<'_>, scratch: &[f32]) -> f32 {
     }
 }
 
+/// Two consecutive floats at `p` (a pair of groups' scales or mins) spread to the tiles' lane
+/// order: `[p[0] × 4 | p[1] × 4]`.
+///
+/// # Safety
+/// AVX2 present; `p` readable for two floats.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn pair_lanes(p: *const f32) -> __m256 {
+    // SAFETY: the caller's length.
+    let v = unsafe { _mm_castsi128_ps(_mm_loadl_epi64(p as *const __m128i)) };
+    _mm256_permutevar8x32_ps(
+        _mm256_castps128_ps256(v),
+        _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1),
+    )
+}
+
+/// The tiles' two groups of four lanes added: `[v0 + v4, v1 + v5, v2 + v6, v3 + v7]`.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn fold_pairs(v: __m256) -> __m128 {
+    _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v))
+}
+
 /// Horizontal sum of eight floats.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 fn hsum(v: __m256) -> f32 {
-    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+    let s = fold_pairs(v);
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     let s = _mm_add_ss(s, _mm_shuffle_ps::<1>(s, s));
     _mm_cvtss_f32(s)
@@ -385,11 +408,6 @@ macro_rules! tile_row {
             unsafe {
                 let xq: [*const i8; TX] = std::array::from_fn(|t| x.rows[t].qs.as_ptr());
                 let mask = _mm256_set1_epi8(0x0F);
-                let spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-                let halves = |p: *const f32| {
-                    let v = _mm_castsi128_ps(_mm_loadl_epi64(p as *const __m128i));
-                    _mm256_permutevar8x32_ps(_mm256_castps128_ps256(v), spread)
-                };
                 let (mut acc, mut acc_m) = (_mm256_setzero_ps(), _mm256_setzero_ps());
                 for p in 0..groups / 2 {
                     let v = _mm256_loadu_si256(codes.as_ptr().add(32 * p) as *const __m256i);
@@ -408,17 +426,16 @@ macro_rules! tile_row {
                         _mm256_hadd_epi32(m[2], m[3]),
                     );
                     let s = _mm256_mul_ps(
-                        halves(sc.as_ptr().add(2 * p)),
+                        pair_lanes(sc.as_ptr().add(2 * p)),
                         _mm256_loadu_ps(dxt.as_ptr().add(8 * p)),
                     );
                     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), s, acc);
                     let sm = _mm256_loadu_ps(sumt.as_ptr().add(8 * p));
-                    acc_m = _mm256_fmadd_ps(halves(mn.as_ptr().add(2 * p)), sm, acc_m);
+                    acc_m = _mm256_fmadd_ps(pair_lanes(mn.as_ptr().add(2 * p)), sm, acc_m);
                 }
                 let fold = |v: __m256| {
                     let mut r = [0f32; TX];
-                    let a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
-                    _mm_storeu_ps(r.as_mut_ptr(), a);
+                    _mm_storeu_ps(r.as_mut_ptr(), fold_pairs(v));
                     r
                 };
                 let (mut res, mut min) = (fold(acc), fold(acc_m));
@@ -496,11 +513,6 @@ macro_rules! tile_row_q8 {
                         _mm256_hadd_epi32(m[2], m[3]),
                     )
                 };
-                let spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-                let halves = |p: *const f32| {
-                    let v = _mm_castsi128_ps(_mm_loadl_epi64(p as *const __m128i));
-                    _mm256_permutevar8x32_ps(_mm256_castps128_ps256(v), spread)
-                };
                 let (mut acc, mut acc_m) = (_mm256_setzero_ps(), _mm256_setzero_ps());
                 for p in 0..groups / 2 {
                     let (h0, h1) = (group(2 * p), group(2 * p + 1));
@@ -509,17 +521,14 @@ macro_rules! tile_row_q8 {
                         _mm256_permute2x128_si256::<0x31>(h0, h1),
                     );
                     let s = _mm256_mul_ps(
-                        halves(sc.as_ptr().add(2 * p)),
+                        pair_lanes(sc.as_ptr().add(2 * p)),
                         _mm256_loadu_ps(dxt.as_ptr().add(8 * p)),
                     );
                     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, acc);
                     let sm = _mm256_loadu_ps(sumt.as_ptr().add(8 * p));
-                    acc_m = _mm256_fmadd_ps(halves(mn.as_ptr().add(2 * p)), sm, acc_m);
+                    acc_m = _mm256_fmadd_ps(pair_lanes(mn.as_ptr().add(2 * p)), sm, acc_m);
                 }
-                let half_sum = |v: __m256| {
-                    _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v))
-                };
-                let (mut acc, mut acc_m) = (half_sum(acc), half_sum(acc_m));
+                let (mut acc, mut acc_m) = (fold_pairs(acc), fold_pairs(acc_m));
                 if groups % 2 == 1 {
                     let g = groups - 1;
                     let h = group(g);
