@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs every test: native (CPU references + wgpu on the local adapter, lavapipe without a GPU),
+# Runs every lint and test: clippy with warnings denied on every crate as it is built (below),
+# native (CPU references + wgpu on the local adapter, lavapipe without a GPU),
 # in headless Chromium (WebGPU on SwiftShader, the CPU path in wasm), and the web app built with
 # Trunk and driven in headless Chromium (tests/web-app). Installs missing prerequisites first.
 # Ends with a table of the phases and the 15 slowest tests.
 #
-#   ./test.sh           everything (what CI runs after its lints)
+#   ./test.sh           everything (what CI runs after cargo fmt --check)
 #   ./test.sh --quick   the inner loop: the engine's unit tests and the kernel checks on every
 #                       backend (native), a few minutes warm
 set -euo pipefail
@@ -55,7 +56,17 @@ check_question_sets() {
 }
 phase "question sets (check_questions.py)" check_question_sets
 
-phase "native build (test profile)" cargo nextest run --workspace --no-run
+# From here on every build lints the workspace's crates as it compiles them (clippy, warnings
+# denied: scripts/lint-env.sh): the native build below lints every native target, the browser
+# build the engine and the tests for wasm32, the web app's Trunk build the page's binaries.
+# shellcheck source=scripts/lint-env.sh
+source scripts/lint-env.sh
+native_build() {
+  cargo nextest run --workspace --no-run
+  # What the tests do not build, so that it is linted too: the engine's benchmark and example.
+  cargo build --profile test --workspace --benches --examples
+}
+phase "native build + clippy (test profile)" native_build
 phase "native tests (nextest)" nextest --workspace
 
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
@@ -66,7 +77,7 @@ browser_tests() {
     | python3 scripts/time-lines.py target/browser-tests.tsv
 }
 phase "wasm-bindgen-cli, Trunk (waits for a background install)" bash scripts/setup.sh --tools
-phase "browser build (wasm32)" bash -c 'cd tests && cargo test --target wasm32-unknown-unknown --test web --no-run'
+phase "browser build + clippy (wasm32)" bash -c 'cd tests && cargo test --target wasm32-unknown-unknown --test web --no-run'
 phase "browser tests (headless Chromium)" browser_tests
 # The CPU path on wasm threads (the page's threaded build): nightly, std rebuilt with atomics.
 # Dependencies at opt-level 1 here (2 elsewhere): these checks run the engine's own code, so
@@ -82,4 +93,4 @@ threads_browser_tests() {
 }
 phase "browser tests, wasm threads" threads_browser_tests
 
-phase "web app (Trunk build, headless Chromium)" bash tests/web-app/run.sh
+phase "web app (Trunk build + clippy, headless Chromium)" bash tests/web-app/run.sh

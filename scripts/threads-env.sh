@@ -2,6 +2,8 @@
 # tests in test.sh): nightly Rust, std rebuilt with atomics (`-Z build-std`, set by the caller),
 # shared memory, in its own target folder so the stable build's fingerprints stay valid.
 export RUSTUP_TOOLCHAIN=nightly
+# The stable build lints the same code (scripts/lint-env.sh); nightly has no clippy installed.
+unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 export CARGO_TARGET_DIR="$PWD/target/threads"
 # RUSTFLAGS replaces .cargo/config.toml's wasm flags, so simd128 is repeated; relaxed SIMD
 # (the 4-bit dot products' i32x4.relaxed_dot_i8x16_i7x16_add) only here: public/worker-boot.js
