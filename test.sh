@@ -63,8 +63,9 @@ phase "question sets (check_questions.py)" check_question_sets
 source scripts/lint-env.sh
 native_build() {
   cargo nextest run --workspace --no-run
-  # What the tests do not build, so that it is linted too: the engine's benchmark and example.
-  cargo build --profile test --workspace --benches --examples
+  # What the tests do not build, so that it is linted too: the engine's benchmark and example,
+  # and the binaries as the web app's test runs them (tests/web-app/run.sh, the same command).
+  cargo build --profile test --workspace --bins --benches --examples
 }
 phase "native build + clippy (test profile)" native_build
 phase "native tests (nextest)" nextest --workspace

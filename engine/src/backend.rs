@@ -233,6 +233,22 @@ pub trait Backend {
         self.q4_matmul(x, w_up, up, m, kernel)?;
         self.silu_mul(gate, up, out, n_out)
     }
+    /// `out_j[m][n] = sum_k x[m][k] * W_j[n][k]` for several 4-bit matrices over the same
+    /// activations (a layer's q, k and v projections), each into its own buffer. By default
+    /// one [`Backend::q4_matmul`] each; a backend may compute the rows of matrices of one width
+    /// in one pass (the CPU: one job over the thread pool, the activations rounded once).
+    fn q4_matmul_many(
+        &self,
+        x: &Self::Buffer,
+        parts: &[(&Self::Q4, &Self::Buffer)],
+        m: usize,
+        kernel: MatmulKernel,
+    ) -> Result<()> {
+        for (w, out) in parts {
+            self.q4_matmul(x, w, out, m, kernel)?;
+        }
+        Ok(())
+    }
     /// A row block of a larger LQ4 matrix: `out[mi * out_stride + out_off + n] =
     /// sum_k x[mi][k] * W[n][k]` for the block's `n` rows (`out_off + rows <= out_stride`).
     /// Matrices over one binding's size limit are stored as such blocks.

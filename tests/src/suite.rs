@@ -136,8 +136,9 @@ async fn q4_matmul<B: Backend>(b: &B, seed: u64, kernel: MatmulKernel) -> Check 
     Ok(said.join("; "))
 }
 
-/// The fused 4-bit matmuls: the residual add in the matmul (`q4_matmul_add`) and SwiGLU of
-/// two matrices (`q4_matmul_glu`), every layout, decode (even seeds) and prefill shapes (odd
+/// The fused 4-bit matmuls: the residual add in the matmul (`q4_matmul_add`), SwiGLU of
+/// two matrices (`q4_matmul_glu`) and several matrices in one pass (`q4_matmul_many`), every
+/// layout, decode (even seeds) and prefill shapes (odd
 /// seeds, which backends compose from the plain ops), against the oracle's matmul plus the
 /// add, and silu(gate) * up.
 pub async fn q4_fused<B: Backend>(b: &B, seed: u64) -> Check {
@@ -196,6 +197,33 @@ pub async fn q4_fused<B: Backend>(b: &B, seed: u64) -> Check {
         let got = b.read(&out, 0, m * n).await.map_err(e(op))?;
         let glu = compare("q4_matmul_glu", shape, bounds::Q4_MATMUL, &want_glu, &got)?;
         said.push(format!("{add}; {glu}"));
+    }
+    // Several matrices of one width over the same activations (`q4_matmul_many`: a layer's q,
+    // k and v, or Qwen3.5's four input projections), each of another layout and row count,
+    // against the oracle's matmul of each.
+    let mut ws = Vec::new();
+    for (i, &scales) in LAYOUTS.iter().chain(LAYOUTS.iter().take(1)).enumerate() {
+        let rows = rng.range(1, 120) + 17 * i;
+        ws.push(random_q4_as(&mut rng, scales, rows, k));
+    }
+    let mut parts = Vec::new();
+    for w in &ws {
+        let wd = b.upload_q4("w", w).map_err(e(op))?;
+        parts.push((wd, b.alloc("out", m * w.rows).map_err(e(op))?));
+    }
+    let refs: Vec<(&B::Q4, &B::Buffer)> = parts.iter().map(|(w, o)| (w, o)).collect();
+    b.q4_matmul_many(&xd, &refs, m, kernel).map_err(e(op))?;
+    for (w, (_, out)) in ws.iter().zip(&parts) {
+        let got = b.read(out, 0, m * w.rows).await.map_err(e(op))?;
+        let shape = format!("{} {kernel:?} m={m} n={} k={k}", w.layout_name(), w.rows);
+        let what = "q4_matmul_many";
+        said.push(compare(
+            what,
+            shape,
+            bounds::Q4_MATMUL,
+            &q4_oracle(b, &x, w, m),
+            &got,
+        )?);
     }
     Ok(said.join("; "))
 }

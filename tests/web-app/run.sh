@@ -20,9 +20,12 @@ trap cleanup EXIT
 question="What did the visitor leave in the logbook?"
 
 echo "== web app: native binaries and the tiny bundle =="
-# The test profile and the whole workspace's features: the binaries the native tests already
-# built (a package-only build would resolve other features and recompile wgpu and the engine).
-cargo build --quiet --profile test --workspace --bins
+# The test profile and the whole workspace's features, dev-dependencies included (the benches
+# and examples need them): the build ./test.sh's native phase already made, with the same
+# command. Without the benches and examples cargo resolves wgpu's features without the
+# dev-dependencies and rebuilds wgpu and the engine (3 minutes of a CI run); a package-only
+# build would too.
+cargo build --quiet --profile test --workspace --bins --benches --examples
 bin=target/debug
 "$bin/index-builder" model --base tests/fixtures/qwen3-lora/base --quant f32 --out "$work/tiny" >/dev/null
 "$bin/index-builder" index --corpus tests/web-app/corpus.md --out "$work/tiny" >/dev/null

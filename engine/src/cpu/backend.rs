@@ -200,6 +200,36 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn q4_matmul_many(
+        &self,
+        x: &CpuBuffer,
+        parts: &[(&Arc<Q4Matrix>, &CpuBuffer)],
+        m: usize,
+        kernel: MatmulKernel,
+    ) -> Result<()> {
+        let one_width = parts.windows(2).all(|p| p[0].0.cols == p[1].0.cols);
+        if !matmul::integer_products(m) || !one_width {
+            for (w, out) in parts {
+                self.q4_matmul(x, w, out, m, kernel)?;
+            }
+            return Ok(());
+        }
+        for (i, (w, out)) in parts.iter().enumerate() {
+            check::q4_matmul(x, *out, w.rows, w.cols, m)?;
+            let others: Vec<&CpuBuffer> = parts[..i].iter().map(|(_, o)| *o).collect();
+            no_alias("q4_matmul_many", out, &[&[x][..], &others].concat())?;
+        }
+        let x = x.get();
+        let mut outs: Vec<_> = parts.iter().map(|(_, o)| o.get_mut()).collect();
+        let mut views: Vec<(&Q4Matrix, &mut [f32])> = parts
+            .iter()
+            .zip(outs.iter_mut())
+            .map(|((w, _), o)| (&***w, &mut o[..]))
+            .collect();
+        gemv::q4_gemv_q8_many(&x, &mut views, m);
+        Ok(())
+    }
+
     fn q4_matmul_block(
         &self,
         x: &CpuBuffer,

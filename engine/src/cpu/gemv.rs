@@ -132,6 +132,79 @@ pub fn q4_gemv_q8_glu(
     super::pool::for_ranges(rows, MIN_ROWS_PER_TASK, run);
 }
 
+/// `outs[j][mi * rows_j + r] = Σ_k x[mi][k] · W_j[r][k]` for several matrices of one width over
+/// the same activations (a layer's q, k and v projections) in one job: the rows of every
+/// matrix, end to end, spread over the pool as one range, and the activations rounded once per
+/// storage order (natural for `q8_0`, paired for 4-bit rows) instead of once per matrix. The
+/// same values, bit for bit, as one [`q4_gemv_q8`] each. Shapes are checked by the backend
+/// first.
+pub fn q4_gemv_q8_many(x: &[f32], parts: &mut [(&Q4Matrix, &mut [f32])], m: usize) {
+    let Some(k) = parts.first().map(|(w, _)| w.cols) else {
+        return;
+    };
+    if m == 0 {
+        return;
+    }
+    assert!(
+        x.len() >= m * k
+            && parts.iter().all(|(w, out)| w.cols == k
+                && out.len() >= m * w.rows
+                && w.data.len() == w.layout.words(w.rows, k)),
+        "q4_gemv_q8_many: shapes were not checked"
+    );
+    // The activations in each order a matrix needs, rounded once.
+    let natural = |w: &Q4Matrix| w.layout == BlockLayout::Q8;
+    let order = |want: bool| {
+        parts
+            .iter()
+            .find(|(w, _)| natural(w) == want)
+            .map(|(w, _)| *w)
+    };
+    let (xp, xn) = (
+        order(false).map(|w| quantized(x, w, m)),
+        order(true).map(|w| quantized(x, w, m)),
+    );
+    // Each matrix's first row in the rows end to end, its output and its activations.
+    let mut first = 0;
+    let jobs: Vec<(usize, &Q4Matrix, OutPtr, &Q8Rows)> = parts
+        .iter_mut()
+        .filter_map(|(w, out)| {
+            let xq = if natural(w) { xn.as_ref() } else { xp.as_ref() }?;
+            let job = (first, &**w, OutPtr(out.as_mut_ptr()), xq);
+            first += w.rows;
+            Some(job)
+        })
+        .collect();
+    let total = first;
+    let isa = Isa::best();
+    let run = |r0: usize, r1: usize| {
+        let mut scratch = vec![0f32; k / GROUP];
+        for &(at, w, p, xq) in &jobs {
+            // This task's rows of matrix w, in its own numbering.
+            let (a, b) = (r0.max(at), r1.min(at + w.rows));
+            if a >= b {
+                continue;
+            }
+            let rows = w.rows;
+            rows_dot(
+                isa,
+                RowBlock::of(w),
+                a - at..b - at,
+                xq,
+                &mut scratch,
+                |r, mi, s, t| {
+                    let (d, dmin) = w.row_scales(r);
+                    // SAFETY: mi·rows + r < m·rows <= this output's length (asserted above);
+                    // tasks own disjoint row ranges of every matrix, and the outputs are distinct
+                    // buffers (checked by the backend).
+                    unsafe { *p.0.add(mi * rows + r) = d * s - dmin * t };
+                },
+            );
+        }
+    };
+    super::pool::for_ranges(total, MIN_ROWS_PER_TASK, run);
+}
+
 /// `x`'s `m` rows rounded to 8-bit blocks in the order `w`'s rows are stored in (natural for
 /// `q8_0`, paired for the 4-bit layouts).
 fn quantized(x: &[f32], w: &Q4Matrix, m: usize) -> Q8Rows {
@@ -191,6 +264,42 @@ mod tests {
                 q4_gemv_q8_add(&x, wg, m, &mut acc);
                 let plain: Vec<f32> = acc0.iter().zip(&g).map(|(a, b)| a + b).collect();
                 assert_eq!(acc, plain, "{} add m={m}", wg.layout.name());
+            }
+        }
+    }
+
+    /// Several matrices in one job give one GEMV each, bit for bit: mixed layouts (so both
+    /// activation orders), row counts that are not multiples of the task size, one activation
+    /// row (decode) and five (prefill's tiles and a partial tile).
+    #[test]
+    fn many_matrices_equal_one_gemv_each() {
+        let mut rng = Pcg32::new(23);
+        let k = 32 * 5;
+        let ws = [
+            Q4Matrix::quantize("q", 45, k, &rng.normal_vec(45 * k, 0.05)).expect("lq4"),
+            random_q8_0(&mut rng, 13, k),
+            random_q4_1(&mut rng, 29, k),
+            random_q8_0(&mut rng, 1, k),
+        ];
+        for m in [1usize, 5] {
+            let x = rng.normal_vec(m * k, 1.0);
+            let want: Vec<Vec<f32>> = ws
+                .iter()
+                .map(|w| {
+                    let mut o = vec![0f32; m * w.rows];
+                    q4_gemv_q8(&x, w, m, &mut o, w.rows, 0);
+                    o
+                })
+                .collect();
+            let mut outs: Vec<Vec<f32>> = ws.iter().map(|w| vec![f32::NAN; m * w.rows]).collect();
+            let mut parts: Vec<(&Q4Matrix, &mut [f32])> = ws
+                .iter()
+                .zip(outs.iter_mut())
+                .map(|(w, o)| (w, &mut o[..]))
+                .collect();
+            q4_gemv_q8_many(&x, &mut parts, m);
+            for ((w, got), want) in ws.iter().zip(&outs).zip(&want) {
+                assert_eq!(got, want, "{} [{}, {k}] m={m}", w.layout.name(), w.rows);
             }
         }
     }

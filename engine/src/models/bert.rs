@@ -76,6 +76,23 @@ impl<B: Backend> Dense<B> {
         self.w.forward(b, x, out, m)?;
         b.add_bias(out, &self.b, m, self.rows)
     }
+
+    /// [`Dense::forward`] of several layers over the same activations, the matmuls in one
+    /// [`Linear::forward_many`].
+    fn forward_many(
+        b: &B,
+        x: &B::Buffer,
+        parts: &[(&Dense<B>, &B::Buffer)],
+        m: usize,
+    ) -> Result<()> {
+        let lin: Vec<(&Linear<B>, &B::Buffer)> =
+            parts.iter().map(|(d, out)| (&d.w, *out)).collect();
+        Linear::forward_many(b, x, &lin, m)?;
+        for (d, out) in parts {
+            b.add_bias(out, &d.b, m, d.rows)?;
+        }
+        Ok(())
+    }
 }
 
 /// LayerNorm weight and bias.
@@ -374,10 +391,9 @@ impl<B: Backend> Bert<B> {
             causal: false,
         };
         for l in &self.layers {
-            // 3. q, k, v = h W^T + b                              [t, h]
-            l.query.forward(b, &s.h, &s.q, t)?;
-            l.key.forward(b, &s.h, &s.k, t)?;
-            l.value.forward(b, &s.h, &s.v, t)?;
+            // 3. q, k, v = h W^T + b (one pass where the backend fuses them)  [t, h]
+            let qkv = [(&l.query, &s.q), (&l.key, &s.k), (&l.value, &s.v)];
+            Dense::forward_many(b, &s.h, &qkv, t)?;
             // 4. bidirectional attention within each sequence     [t, nh*hd]
             if let [(0, _)] = offs[..] {
                 b.attention(&s.q, &s.k, &s.v, &s.att, shape(t))?;

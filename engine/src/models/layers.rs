@@ -153,6 +153,31 @@ impl<B: Backend> Linear<B> {
         }
     }
 
+    /// `out_j[m][rows_j] = x[m][cols] W_j^T` for several matrices over the same activations (a
+    /// layer's q, k and v projections): one [`Backend::q4_matmul_many`] where each is a single
+    /// 4-bit block, else one [`Linear::forward`] each.
+    pub fn forward_many(
+        b: &B,
+        x: &B::Buffer,
+        parts: &[(&Linear<B>, &B::Buffer)],
+        m: usize,
+    ) -> Result<()> {
+        let q4: Vec<(&B::Q4, &B::Buffer)> = parts
+            .iter()
+            .filter_map(|(l, out)| match l {
+                Linear::Q4(q) => Some((q, *out)),
+                _ => None,
+            })
+            .collect();
+        if q4.len() == parts.len() {
+            return b.q4_matmul_many(x, &q4, m, kernel_for(m));
+        }
+        for (l, out) in parts {
+            l.forward(b, x, out, m)?;
+        }
+        Ok(())
+    }
+
     /// `acc[m][rows] += x[m][cols] W^T` (the matmul and the residual add; `tmp` holds
     /// `[m][rows]` where they are two passes).
     pub fn forward_add(

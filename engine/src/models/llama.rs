@@ -476,10 +476,10 @@ impl<B: Backend> Architecture<B> for Llama<B> {
         for l in &self.layers {
             // 1. h = rms_norm(x)                                   [t, h]
             b.rms_norm(&s.x, &l.input_layernorm, &s.h, t, h, eps, 0.0)?;
-            // 2. projections                                       [t, nh*hd], [t, kv*hd]
-            l.attn.q_proj.forward(b, &s.h, &s.q, t)?;
-            l.attn.k_proj.forward(b, &s.h, &s.k, t)?;
-            l.attn.v_proj.forward(b, &s.h, &s.v, t)?;
+            // 2. projections, one pass where the backend fuses them [t, nh*hd], [t, kv*hd]
+            let a = &l.attn;
+            let qkv = [(&a.q_proj, &s.q), (&a.k_proj, &s.k), (&a.v_proj, &s.v)];
+            Linear::forward_many(b, &s.h, &qkv, t)?;
             // 3–4. Qwen3: per-head RMSNorm of q and k (rows t*heads, dim hd), then RoPE at
             //      pos0 (one pass each where the backend fuses them)
             let rs = |heads| RopeShape {

@@ -333,10 +333,13 @@ impl<B: Backend> Qwen35<B> {
         let (cfg, s) = (&self.cfg, &self.s);
         let (nv, dv) = (cfg.linear_num_value_heads, cfg.linear_value_head_dim);
         // 2. projections                          [t, conv_dim], [t, nv*dv], [t, nv] x2
-        la.in_proj_qkv.forward(b, &s.h, &s.qkv, t)?;
-        la.in_proj_z.forward(b, &s.h, &s.z, t)?;
-        la.in_proj_b.forward(b, &s.h, &s.b, t)?;
-        la.in_proj_a.forward(b, &s.h, &s.a, t)?;
+        let parts = [
+            (&la.in_proj_qkv, &s.qkv),
+            (&la.in_proj_z, &s.z),
+            (&la.in_proj_b, &s.b),
+            (&la.in_proj_a, &s.a),
+        ];
+        Linear::forward_many(b, &s.h, &parts, t)?;
         // 3. causal depthwise conv + SiLU, continuing the conv state      [t, conv_dim]
         b.conv1d_silu(
             &s.qkv,
@@ -389,13 +392,16 @@ impl<B: Backend> Qwen35<B> {
             cfg.num_key_value_heads,
         );
         let eps = cfg.rms_norm_eps as f32;
-        // 2. [q | gate] per head, split                                   [t, nh*hd] x2
-        fa.q_proj.forward(b, &s.h, &s.q_raw, t)?;
+        // 2–3. [q | gate] per head, k, v (one pass where the backend fuses them), q and the
+        //      gate split                                   [t, nh*hd*2], [t, kv*hd] x2
+        let parts = [
+            (&fa.q_proj, &s.q_raw),
+            (&fa.k_proj, &s.k),
+            (&fa.v_proj, &s.v),
+        ];
+        Linear::forward_many(b, &s.h, &parts, t)?;
         b.take_half(&s.q_raw, &s.q, t * nh, hd, 0)?;
         b.take_half(&s.q_raw, &s.gate, t * nh, hd, 1)?;
-        // 3. k, v                                                         [t, kv*hd]
-        fa.k_proj.forward(b, &s.h, &s.k, t)?;
-        fa.v_proj.forward(b, &s.h, &s.v, t)?;
         // 4. per-head RMSNorm (1 + w), partial RoPE at pos0
         b.rms_norm(&s.q, &fa.q_norm, &s.qn, t * nh, hd, eps, 1.0)?;
         b.rms_norm(&s.k, &fa.k_norm, &s.kn, t * kv, hd, eps, 1.0)?;
