@@ -7,6 +7,10 @@
 # CI run. Cargo hashes the wrapper into the workspace crates' file names, so every build in
 # the run must source this (test.sh does, before its first build); the threaded wasm build
 # unsets it (nightly: scripts/threads-env.sh).
+# An empty wrapper would make cargo build without lints and say nothing: refuse instead.
 export RUSTC_WORKSPACE_WRAPPER
-RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver)
+RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver) || {
+  echo "scripts/lint-env.sh: clippy-driver not found (rustup component add clippy)" >&2
+  return 1
+}
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
