@@ -15,6 +15,11 @@ use super::{each_row, RowBlock};
 use crate::cpu::q8::{Lq4Row, Q8Row};
 use crate::quant::BlockLayout;
 
+/// Weight rows per call of the 4-bit tile kernels ([`super::tiles`]): each activation pair
+/// loaded feeds this many rows (32 256-bit registers with AVX-512 VL; with AVX2's 16 the
+/// compiler spills a few, still faster than one row).
+pub(super) const WR_4BIT: usize = 4;
+
 /// [`super::rows_dot`]'s loop with this file's row forms.
 ///
 /// # Safety
@@ -35,16 +40,18 @@ pub unsafe fn rows(
         // SAFETY: AVX2 and FMA present (this function's contract), VNNI where `vnni`; `tiles`
         // passes the lengths the kernels need.
         return match (w.layout, vnni) {
-            (BlockLayout::Q8, true) => tiles(w, rows, xs, out, |wr, x, g| unsafe {
-                tile_row_q8_vnni(wr, x, g)
+            (BlockLayout::Q8, true) => tiles(w, rows, xs, out, |wr: &[_; 1], x, g| unsafe {
+                [tile_row_q8_vnni(wr[0], x, g)]
             }),
-            (BlockLayout::Q8, false) => tiles(w, rows, xs, out, |wr, x, g| unsafe {
-                tile_row_q8(wr, x, g)
+            (BlockLayout::Q8, false) => tiles(w, rows, xs, out, |wr: &[_; 1], x, g| unsafe {
+                [tile_row_q8(wr[0], x, g)]
             }),
-            (_, true) => tiles(w, rows, xs, out, |wr, x, g| unsafe {
+            (_, true) => tiles(w, rows, xs, out, |wr: &[_; WR_4BIT], x, g| unsafe {
                 tile_row_vnni(wr, x, g)
             }),
-            (_, false) => tiles(w, rows, xs, out, |wr, x, g| unsafe { tile_row(wr, x, g) }),
+            (_, false) => tiles(w, rows, xs, out, |wr: &[_; WR_4BIT], x, g| unsafe {
+                tile_row(wr, x, g)
+            }),
         };
     }
     // SAFETY (each closure): each_row passes a row's codes (16·G or 32·G bytes) and scales
@@ -379,14 +386,15 @@ unsafe fn q8_block(codes: *const i8, qs: *const i8) -> __m256 {
     }
 }
 
-/// One weight row of a tile ([`super::tiles`]): `(acc, min)` with
+/// `WR` weight rows of a tile ([`super::tiles`]): for each, `(acc, min)` with
 /// `acc[t] = Σ_g sc[g]·dx_t[g]·Σ_i q·qx_t` and `min[t] = Σ_g mn[g]·Σx_t[g]` for the tile's
-/// [`TX`] activation rows. Per pair of groups the four rows' integer products are gathered by
-/// three horizontal adds into one register (lanes 0–3: group 2p for rows 0–3, lanes 4–7: group
-/// 2p + 1), the tile's lane order, so one conversion, one scale multiply and one FMA serve
-/// four products. Two forms, which differ only in how a pair of groups' bytes are multiplied:
-/// AVX2's `vpmaddubsw` + `vpmaddwd`, and AVX-512 VNNI's `vpdpbusd` on 256-bit registers where
-/// the CPU has it (the same exact integers).
+/// [`TX`] activation rows. Per pair of groups each activation row's bytes are loaded once for
+/// the `WR` weight rows; per weight row the four activation rows' integer products are
+/// gathered by three horizontal adds into one register (lanes 0–3: group 2p for rows 0–3,
+/// lanes 4–7: group 2p + 1), the tile's lane order, so one conversion, one scale multiply and
+/// one FMA serve four products. Two forms, which differ only in how a pair of groups' bytes
+/// are multiplied: AVX2's `vpmaddubsw` + `vpmaddwd`, and AVX-512 VNNI's `vpdpbusd` on 256-bit
+/// registers where the CPU has it (the same exact integers).
 macro_rules! tile_row {
     ($(#[$doc:meta])* $name:ident, $features:literal, |$lo:ident, $hi:ident, $xe:ident, $xo:ident| $products:expr) => {
         $(#[$doc])*
@@ -395,59 +403,72 @@ macro_rules! tile_row {
         /// The target features present; the lengths of [`super::tiles`]'s kernels.
         #[inline]
         #[target_feature(enable = $features)]
-        pub(super) unsafe fn $name(
-            w: WeightRow<'_>,
+        pub(super) unsafe fn $name<const WR: usize>(
+            w: &[WeightRow<'_>; WR],
             x: ActTile<'_>,
             groups: usize,
-        ) -> ([f32; TX], [f32; TX]) {
-            let (codes, sc, mn, dxt, sumt) = (w.codes, w.sc, w.mn, x.dx, x.sum);
-            // SAFETY: pair p reads codes[32p..32p+32], sc/mn[2p..2p+2], dxt/sumt[8p..8p+8]
-            // and qs[64p..64p+64] of each activation row; the last unpaired group g
-            // codes[16g..+16], qs[32g..32g+32] and dxt/sumt[4g..4g+4]: all inside the
+        ) -> [([f32; TX], [f32; TX]); WR] {
+            let (dxt, sumt) = (x.dx, x.sum);
+            // SAFETY: pair p reads each weight row's codes[32p..32p+32] and sc/mn[2p..2p+2],
+            // dxt/sumt[8p..8p+8] and qs[64p..64p+64] of each activation row; the last unpaired
+            // group g codes[16g..+16], qs[32g..32g+32] and dxt/sumt[4g..4g+4]: all inside the
             // lengths `tiles` passes (codes 16·G, sc/mn G, dxt/sumt 4·G, qs 32·G).
             unsafe {
                 let xq: [*const i8; TX] = std::array::from_fn(|t| x.rows[t].qs.as_ptr());
                 let mask = _mm256_set1_epi8(0x0F);
-                let (mut acc, mut acc_m) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+                let mut acc = [_mm256_setzero_ps(); WR];
+                let mut acc_m = [_mm256_setzero_ps(); WR];
                 for p in 0..groups / 2 {
-                    let v = _mm256_loadu_si256(codes.as_ptr().add(32 * p) as *const __m256i);
-                    let $lo = _mm256_and_si256(v, mask);
-                    let $hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask);
-                    // Per activation row: i32 lanes 0–3 sum to group 2p's Σ q·qx, 4–7 to
-                    // group 2p+1's.
-                    let m: [__m256i; TX] = std::array::from_fn(|t| {
+                    let nib: [(__m256i, __m256i); WR] = std::array::from_fn(|r| {
+                        let v = _mm256_loadu_si256(w[r].codes.as_ptr().add(32 * p) as *const __m256i);
+                        (
+                            _mm256_and_si256(v, mask),
+                            _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask),
+                        )
+                    });
+                    // Per weight row and activation row: i32 lanes 0–3 sum to group 2p's
+                    // Σ q·qx, 4–7 to group 2p+1's; each activation pair loaded once for the
+                    // WR weight rows.
+                    let mut m = [[_mm256_setzero_si256(); TX]; WR];
+                    for t in 0..TX {
                         let $xe = _mm256_loadu_si256(xq[t].add(64 * p) as *const __m256i);
                         let $xo = _mm256_loadu_si256(xq[t].add(64 * p + 32) as *const __m256i);
-                        $products
-                    });
-                    // [Σ of group 2p for rows 0–3 | Σ of group 2p+1 for rows 0–3].
-                    let h = _mm256_hadd_epi32(
-                        _mm256_hadd_epi32(m[0], m[1]),
-                        _mm256_hadd_epi32(m[2], m[3]),
-                    );
-                    let s = _mm256_mul_ps(
-                        pair_lanes(sc.as_ptr().add(2 * p)),
-                        _mm256_loadu_ps(dxt.as_ptr().add(8 * p)),
-                    );
-                    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), s, acc);
+                        for r in 0..WR {
+                            let ($lo, $hi) = nib[r];
+                            m[r][t] = $products;
+                        }
+                    }
+                    let dx = _mm256_loadu_ps(dxt.as_ptr().add(8 * p));
                     let sm = _mm256_loadu_ps(sumt.as_ptr().add(8 * p));
-                    acc_m = _mm256_fmadd_ps(pair_lanes(mn.as_ptr().add(2 * p)), sm, acc_m);
+                    for r in 0..WR {
+                        // [Σ of group 2p for rows 0–3 | Σ of group 2p+1 for rows 0–3].
+                        let h = _mm256_hadd_epi32(
+                            _mm256_hadd_epi32(m[r][0], m[r][1]),
+                            _mm256_hadd_epi32(m[r][2], m[r][3]),
+                        );
+                        let s = _mm256_mul_ps(pair_lanes(w[r].sc.as_ptr().add(2 * p)), dx);
+                        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), s, acc[r]);
+                        acc_m[r] = _mm256_fmadd_ps(pair_lanes(w[r].mn.as_ptr().add(2 * p)), sm, acc_m[r]);
+                    }
                 }
                 let fold = |v: __m256| {
                     let mut r = [0f32; TX];
                     _mm_storeu_ps(r.as_mut_ptr(), fold_pairs(v));
                     r
                 };
-                let (mut res, mut min) = (fold(acc), fold(acc_m));
-                if groups % 2 == 1 {
-                    let g = groups - 1;
-                    for t in 0..TX {
-                        let q = group_product(codes.as_ptr().add(16 * g), xq[t].add(32 * g));
-                        res[t] += sc[g] * dxt[TX * g + t] * q as f32;
-                        min[t] += mn[g] * sumt[TX * g + t];
+                std::array::from_fn(|r| {
+                    let (mut res, mut min) = (fold(acc[r]), fold(acc_m[r]));
+                    if groups % 2 == 1 {
+                        let g = groups - 1;
+                        let (codes, sc, mn) = (w[r].codes, w[r].sc, w[r].mn);
+                        for t in 0..TX {
+                            let q = group_product(codes.as_ptr().add(16 * g), xq[t].add(32 * g));
+                            res[t] += sc[g] * dxt[TX * g + t] * q as f32;
+                            min[t] += mn[g] * sumt[TX * g + t];
+                        }
                     }
-                }
-                (res, min)
+                    (res, min)
+                })
             }
         }
     };

@@ -25,7 +25,9 @@ pub fn rows(
 ) {
     // Several activation rows (prefill): 4-bit rows in tiles of four activation rows.
     if xs.len() >= TILE_MIN_ROWS && w.layout != BlockLayout::Q8 {
-        return tiles(w, rows, xs, out, tile_row);
+        return tiles(w, rows, xs, out, |wr: &[WeightRow<'_>; 1], x, g| {
+            [tile_row(wr[0], x, g)]
+        });
     }
     match w.layout {
         BlockLayout::Q8 => each_row(w, rows, xs, out, |c, s, x| {
