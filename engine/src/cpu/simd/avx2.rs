@@ -15,10 +15,14 @@ use super::{each_row, RowBlock};
 use crate::cpu::q8::{Lq4Row, Q8Row};
 use crate::quant::BlockLayout;
 
-/// Weight rows per call of the 4-bit tile kernels ([`super::tiles`]): each activation pair
-/// loaded feeds this many rows (32 256-bit registers with AVX-512 VL; with AVX2's 16 the
-/// compiler spills a few, still faster than one row).
+/// Weight rows per call of the VNNI 4-bit tile kernel ([`super::tiles`]): each activation
+/// pair loaded feeds this many rows (AVX-512 VL gives 32 256-bit registers to hold them).
 pub(super) const WR_4BIT: usize = 4;
+
+/// Weight rows per call of the AVX2-only 4-bit tile kernel: with 16 registers four rows spill
+/// (prefill of a 0.9B Q4_1 model, medians of four alternated runs: one row 97.3 tok/s, two
+/// 102.1, four 89.0), and two are within the noise of one.
+pub(super) const WR_4BIT_AVX2: usize = 1;
 
 /// [`super::rows_dot`]'s loop with this file's row forms.
 ///
@@ -49,7 +53,7 @@ pub unsafe fn rows(
             (_, true) => tiles(w, rows, xs, out, |wr: &[_; WR_4BIT], x, g| unsafe {
                 tile_row_vnni(wr, x, g)
             }),
-            (_, false) => tiles(w, rows, xs, out, |wr: &[_; WR_4BIT], x, g| unsafe {
+            (_, false) => tiles(w, rows, xs, out, |wr: &[_; WR_4BIT_AVX2], x, g| unsafe {
                 tile_row(wr, x, g)
             }),
         };

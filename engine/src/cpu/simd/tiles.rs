@@ -1,7 +1,7 @@
 //! The 4-bit (and `q8_0`) × 8-bit GEMM of prefill, shared by the instruction sets that have a
 //! tile kernel (AVX2 for both, `simd128` for 4-bit rows): the weight rows pass over blocks of
 //! activation rows, and each instruction set's kernel multiplies `WR` weight rows (one, or
-//! four for AVX2's 4-bit rows) with a tile of [`TX`] activation rows.
+//! four for the 4-bit rows with AVX-512 VNNI) with a tile of [`TX`] activation rows.
 //!
 //! Per group a weight row's codes are split into nibbles once for the tile's four activation
 //! rows, and the kernel gathers the four integer products into one register whose lanes are
@@ -56,7 +56,7 @@ pub struct ActTile<'a> {
 /// row forms'; for `q8_0` the products and the min term, whose difference is
 /// [`super::q8_q8`]). `kernel(w, x, G)` takes `WR` weight rows and returns, for each, `(Σ_g
 /// sc[g]·dx_t[g]·Σ_i q·qx_t, Σ_g mn[g]·Σx_t[g])` for `t < TX`, given the lengths above: with
-/// `WR` > 1 each activation load feeds `WR` rows (on AVX2's 4-bit rows four rows against one
+/// `WR` > 1 each activation load feeds `WR` rows (on the VNNI 4-bit rows four rows against one
 /// took a 1B-parameter model's prefill from 87 to 117 tok/s, 458 to 520 on SmolLM2-135M,
 /// medians of alternated runs). Every `xs` row must have G groups and the rows lie inside `w`
 /// (internal invariants of [`super::rows_dot`], checked there). Inlined into each instruction
