@@ -228,16 +228,22 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                     {
                         let xs: Vec<Q8Row<'_>> = (0..m).map(|mi| xq.row(mi)).collect();
                         // SAFETY: AVX2 and FMA detected; `tiles` passes the kernel's
-                        // lengths. The 4-bit kernel with four weight rows (rows 2..7: one
-                        // set of four and a partial set of one) and with one.
+                        // lengths. The 4-bit kernel with the AVX2-only row count and with four
+                        // weight rows (rows 2..7: a set of four and a partial set of one).
                         if w.layout == BlockLayout::Q8 {
                             tiles::tiles(block, 2..7, &xs, &mut put, |wr: &[_; 1], x, g| unsafe {
                                 [avx2::tile_row_q8(wr[0], x, g)]
                             });
                         } else if m % 2 == 1 {
-                            tiles::tiles(block, 2..7, &xs, &mut put, |wr: &[_; 1], x, g| unsafe {
-                                avx2::tile_row(wr, x, g)
-                            });
+                            tiles::tiles(
+                                block,
+                                2..7,
+                                &xs,
+                                &mut put,
+                                |wr: &[_; avx2::WR_4BIT_AVX2], x, g| unsafe {
+                                    avx2::tile_row(wr, x, g)
+                                },
+                            );
                         } else {
                             tiles::tiles(
                                 block,
