@@ -8,7 +8,7 @@
 //! preallocates its run state once.
 
 use crate::error::{shape_err, Result};
-use crate::quant::Q4Matrix;
+use crate::quant::{BlockLayout, Q4Matrix};
 
 /// Longest causal conv1d kernel the backends hold (the WGSL window's `MAX_K`).
 pub const MAX_CONV_KERNEL: usize = 8;
@@ -167,6 +167,15 @@ pub trait Backend {
     fn write(&self, buf: &Self::Buffer, data: &[f32]) -> Result<()>;
     /// An LQ4 matrix on the device.
     fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<Self::Q4>;
+    /// The layout [`Backend::upload_q4`] keeps a matrix of `layout` in: its own, or for
+    /// `q6_k` where the backend has no kernel for it `q8_0`
+    /// ([`Q4Matrix::to_portable`]). Tests choose their oracle by it.
+    fn runs_layout(&self, layout: BlockLayout) -> BlockLayout {
+        match layout {
+            BlockLayout::Q6 => BlockLayout::Q8,
+            other => other,
+        }
+    }
     /// Whether a 4-bit matmul of `m` activation rows first rounds the activations to 8-bit
     /// blocks (the CPU's integer dot products, `cpu::q8`); `false`: f32 activations.
     /// Tests choose their oracle by it.

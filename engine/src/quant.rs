@@ -33,6 +33,20 @@
 //! block is `(d, 0)` with its codes as they are; Q5_0 (`d·(q − 16)`) stores `q − 16` with
 //! `(d, 0)`, Q5_1 (`d·q + m`) stores `q` with `(d, −m)`. 9 bits per weight.
 //!
+//! # 6-bit variant (`q6_k`): GGUF's Q6_K blocks, exactly
+//! [`BlockLayout::Q6`]: 24 code bytes per group of 32 (`N * K * 6 / 32` words), stored by pairs
+//! of groups (A = 2p, B = 2p + 1; 48 bytes from `48p` in the row): 32 bytes whose byte `j` holds
+//! weight `j` of A in its low and of B in its high nibble, then 16 bytes whose byte `j` holds the
+//! bits 4–5 of A's weights `j` and `j + 16` and B's `j` and `j + 16` in bits 0–1, 2–3, 4–5 and
+//! 6–7 (so AVX2 unpacks a pair with two masks and two shifts, [`q6_code`]); a last unpaired
+//! group holds weight `j` and `j + 16` in the nibbles of byte `j` and weight `j + 8i`'s bits
+//! 4–5 in bits `2i..2i+2` of byte `16 + j`. Then one word per group: the signed 8-bit scales of its two halves of 16 (bytes 0 and 1) and
+//! the super-block's f16 `d` (high half). `w = d·sc_h·(q − 32)` with `q` in `0..=63` and
+//! `sc_h` the scale of the weight's half: Q6_K's own values (the file holds `d` once per 256
+//! weights; here each group repeats it). 7 bits per weight where the file spends 6.56 and
+//! `q8_0` 9. The CPU's AVX2 kernels run it; every other backend and instruction set, and the
+//! bundles, receive it as `q8_0` ([`Q4Matrix::to_portable`]).
+//!
 //! # Why this format
 //! - MLC's q4f16_1 is symmetric (`(q - 7) * scale`, one f16 scale per 32): 4.5 bpw, but it cannot
 //!   shift the grid to a group's asymmetric range, and f16 storage needs unpacking everywhere.
@@ -63,15 +77,25 @@ pub enum BlockLayout {
     Lq4h,
     /// `q8_0`: signed 8-bit codes, an f16 scale per group (GGUF Q8_0 blocks, exactly).
     Q8,
+    /// `q6_k`: 6-bit codes, signed 8-bit scales per half group, an f16 `d` per group (GGUF
+    /// Q6_K blocks, exactly).
+    Q6,
 }
 
 impl BlockLayout {
-    /// Bits per code: 4 or 8.
+    /// Bits per code: 4, 6 or 8.
     pub fn code_bits(self) -> usize {
         match self {
             BlockLayout::Lq4 | BlockLayout::Lq4h => 4,
+            BlockLayout::Q6 => 6,
             BlockLayout::Q8 => 8,
         }
+    }
+
+    /// True where the codes are read in weight order and so the CPU's 8-bit activations are
+    /// too (`q8_0`, `q6_k`); the 4-bit layouts pair even and odd weights.
+    pub fn natural_order(self) -> bool {
+        matches!(self, BlockLayout::Q8 | BlockLayout::Q6)
     }
 
     /// Word offset of the `sm` section (the end of the codes).
@@ -83,7 +107,7 @@ impl BlockLayout {
     pub fn rows_offset(self, rows: usize, cols: usize) -> usize {
         match self {
             BlockLayout::Lq4 => Q4Matrix::rows_offset_for(rows, cols),
-            BlockLayout::Lq4h | BlockLayout::Q8 => {
+            BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 => {
                 self.sm_offset(rows, cols) + rows * (cols / GROUP)
             }
         }
@@ -93,25 +117,59 @@ impl BlockLayout {
     pub fn words(self, rows: usize, cols: usize) -> usize {
         match self {
             BlockLayout::Lq4 => Q4Matrix::words_for(rows, cols),
-            BlockLayout::Lq4h | BlockLayout::Q8 => self.rows_offset(rows, cols),
+            BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 => self.rows_offset(rows, cols),
         }
     }
 
-    /// Bytes of scale data per group in the `sm` section: 2 (`sc`, `mn`) or 4 (two f16).
+    /// Bytes of scale data per group in the `sm` section: 2 (`sc`, `mn`) or 4 (two f16, or
+    /// `q6_k`'s two scales and f16 `d`).
     pub fn group_bytes(self) -> usize {
         match self {
             BlockLayout::Lq4 => 2,
-            BlockLayout::Lq4h | BlockLayout::Q8 => 4,
+            BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 => 4,
         }
     }
 
-    /// The name in messages and manifests: `LQ4`, `lq4h`, `q8_0`.
+    /// The name in messages and manifests: `LQ4`, `lq4h`, `q8_0`, `q6_k`.
     pub fn name(self) -> &'static str {
         match self {
             BlockLayout::Lq4 => "LQ4",
             BlockLayout::Lq4h => "lq4h",
             BlockLayout::Q8 => "q8_0",
+            BlockLayout::Q6 => "q6_k",
         }
+    }
+}
+
+/// The stored 6-bit code (0..=63) of weight `i` of group `g` in a `q6_k` row's code bytes
+/// (`codes`: 24·`groups` bytes; the pairing is documented at module level).
+#[inline]
+pub fn q6_code(codes: &[u8], groups: usize, g: usize, i: usize) -> u8 {
+    if g / 2 * 2 + 1 < groups {
+        let (base, b) = (48 * (g / 2), g % 2);
+        let lo = (codes[base + i] >> (4 * b)) & 0xF;
+        let hi = (codes[base + 32 + i % 16] >> (4 * b + 2 * (i / 16))) & 3;
+        lo | hi << 4
+    } else {
+        let base = 24 * g;
+        let lo = (codes[base + i % 16] >> (4 * (i / 16))) & 0xF;
+        let hi = (codes[base + 16 + i % 8] >> (2 * (i / 8))) & 3;
+        lo | hi << 4
+    }
+}
+
+/// Writes the 6-bit code `q` of weight `i` of group `g` into `q6_k` row code bytes (zeroed
+/// before the first call), the inverse of [`q6_code`].
+pub fn q6_put(codes: &mut [u8], groups: usize, g: usize, i: usize, q: u8) {
+    let (lo, hi) = (q & 0xF, (q >> 4) & 3);
+    if g / 2 * 2 + 1 < groups {
+        let (base, b) = (48 * (g / 2), g % 2);
+        codes[base + i] |= lo << (4 * b);
+        codes[base + 32 + i % 16] |= hi << (4 * b + 2 * (i / 16));
+    } else {
+        let base = 24 * g;
+        codes[base + i % 16] |= lo << (4 * (i / 16));
+        codes[base + 16 + i % 8] |= hi << (2 * (i / 8));
     }
 }
 
@@ -192,12 +250,19 @@ impl Q4Matrix {
         Ok(())
     }
 
-    /// Code `q` of weight `(n, k)`: 0..=15 for the 4-bit layouts, −128..=127 for `q8_0`.
+    /// Code `q` of weight `(n, k)`: 0..=15 for the 4-bit layouts, −128..=127 for `q8_0`,
+    /// −32..=31 (the stored code − 32) for `q6_k`.
     #[inline]
     pub fn code(&self, n: usize, k: usize) -> i32 {
         if self.layout == BlockLayout::Q8 {
             let w = self.data[(n * self.cols + k) / 4];
             return (w >> (8 * (k % 4))) as u8 as i8 as i32;
+        }
+        if self.layout == BlockLayout::Q6 {
+            let groups = self.cols / GROUP;
+            let row: &[u8] = bytemuck::cast_slice(&self.data[..self.sm_offset()]);
+            let row = &row[24 * groups * n..24 * groups * (n + 1)];
+            return q6_code(row, groups, k / GROUP, k % GROUP) as i32 - 32;
         }
         let w = self.data[n * self.cols / 8 + k / 8];
         ((w >> (4 * (k % 8))) & 0xF) as i32
@@ -208,10 +273,30 @@ impl Q4Matrix {
         self.layout.name()
     }
 
-    /// `(s, m)` of group `g` of row `n`: the group's weights are `s·q − m`.
+    /// `(s, m)` of weight `(n, k)`: the weight is `s·q − m` with `q` its [`Q4Matrix::code`]
+    /// ([`Q4Matrix::group_scales`] of its group, or for `q6_k` `(d·sc_h, 0)` of its half).
+    #[inline]
+    pub fn weight_scales(&self, n: usize, k: usize) -> (f32, f32) {
+        if self.layout != BlockLayout::Q6 {
+            return self.group_scales(n, k / GROUP);
+        }
+        let w = self.data[self.sm_offset() + n * (self.cols / GROUP) + k / GROUP];
+        let sc = (w >> (8 * ((k % GROUP) / 16))) as u8 as i8;
+        (
+            half::f16::from_bits((w >> 16) as u16).to_f32() * sc as f32,
+            0.0,
+        )
+    }
+
+    /// `(s, m)` of group `g` of row `n`: the group's weights are `s·q − m` (for `q6_k`, whose
+    /// halves have their own scales, `(d, 0)`; see [`Q4Matrix::weight_scales`]).
     #[inline]
     pub fn group_scales(&self, n: usize, g: usize) -> (f32, f32) {
         match self.layout {
+            BlockLayout::Q6 => {
+                let w = self.data[self.sm_offset() + n * (self.cols / GROUP) + g];
+                (half::f16::from_bits((w >> 16) as u16).to_f32(), 0.0)
+            }
             BlockLayout::Lq4 => {
                 let (d, dmin) = self.row_scales(n);
                 let (sc, mn) = self.sub(n, g);
@@ -256,6 +341,11 @@ impl Q4Matrix {
             let (s, m) = self.group_scales(n, g);
             for i in 0..GROUP {
                 let k = g * GROUP + i;
+                let (s, m) = if self.layout == BlockLayout::Q6 {
+                    self.weight_scales(n, k)
+                } else {
+                    (s, m)
+                };
                 out[k] = s * self.code(n, k) as f32 - m;
             }
         }

@@ -335,7 +335,7 @@ impl BaseModel {
     }
 
     /// `name` as the source stores it in blocks the engine runs, when it does: a GGUF Q4_0 /
-    /// Q4_1 matrix as an `lq4h` matrix, a Q8_0 one as `q8_0`, the same values (the importer
+    /// Q4_1 matrix as an `lq4h` matrix, a Q8_0 one as `q8_0` (Q6_K too, rounded), the same values (the importer
     /// then writes it without rounding it again). `None` for every other tensor and source.
     pub fn stored_q4(&self, name: &str) -> Result<Option<std::rc::Rc<Q4Matrix>>> {
         let BaseWeights::Gguf(g) = &self.weights else {
@@ -352,7 +352,8 @@ impl BaseModel {
         let Some((_, m)) = parts.pop().filter(|_| parts.is_empty()) else {
             return Ok(None);
         };
-        let m = std::rc::Rc::new(m);
+        // Bundles hold the layouts every backend runs (`q6_k` as `q8_0`).
+        let m = std::rc::Rc::new(m.to_portable(name)?.into_owned());
         *self.q4_cache.borrow_mut() = Some((name.to_string(), m.clone()));
         Ok(Some(m))
     }

@@ -5,21 +5,21 @@ use lorekeeper_engine::quant::{BlockLayout, Q4Matrix};
 
 /// Dequantizes one LQ4 weight in f64 from the format's definition.
 pub fn q4_weight(w: &Q4Matrix, n: usize, k: usize) -> f64 {
-    let (s, m) = group_scales(w, n, k / 32);
+    let (s, m) = weight_scales(w, n, k);
     s * w.code(n, k) as f64 - m
 }
 
-/// `(s, m)` of group `g` of row `n` in f64 (`w = s·q − m`): LQ4's `d·sc`, `dmin·mn`, or the
-/// f16 pair of an `lq4h` group.
-fn group_scales(w: &Q4Matrix, n: usize, g: usize) -> (f64, f64) {
+/// `(s, m)` of weight `k` of row `n` in f64 (`w = s·q − m`): LQ4's `d·sc`, `dmin·mn`, the
+/// f16 pair of an `lq4h` or `q8_0` group, or `q6_k`'s `d·sc` of the weight's half.
+fn weight_scales(w: &Q4Matrix, n: usize, k: usize) -> (f64, f64) {
     match w.layout {
         BlockLayout::Lq4 => {
             let (d, dmin) = w.row_scales(n);
-            let (sc, mn) = w.sub(n, g);
+            let (sc, mn) = w.sub(n, k / 32);
             (d as f64 * sc as f64, dmin as f64 * mn as f64)
         }
-        BlockLayout::Lq4h | BlockLayout::Q8 => {
-            let (s, m) = w.group_scales(n, g);
+        BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 => {
+            let (s, m) = w.weight_scales(n, k);
             (s as f64, m as f64)
         }
     }
@@ -65,7 +65,7 @@ pub fn q4_matmul_q8(x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
         for n in 0..w.rows {
             out[mi * w.rows + n] = (0..w.cols)
                 .map(|k| {
-                    let (s, m) = group_scales(w, n, k / 32);
+                    let (s, m) = weight_scales(w, n, k);
                     let i = mi * w.cols + k;
                     (s * w.code(n, k) as f64 - m) * xr[i]
                 })

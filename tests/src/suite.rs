@@ -56,7 +56,12 @@ fn e<T: std::fmt::Display>(op: &str) -> impl Fn(T) -> String + '_ {
 }
 
 /// Every block layout the matmul and embedding kernels read.
-const LAYOUTS: [BlockLayout; 3] = [BlockLayout::Lq4, BlockLayout::Lq4h, BlockLayout::Q8];
+const LAYOUTS: [BlockLayout; 4] = [
+    BlockLayout::Lq4,
+    BlockLayout::Lq4h,
+    BlockLayout::Q8,
+    BlockLayout::Q6,
+];
 
 /// A random LQ4 matrix `[n, k]` and its source weights.
 pub fn random_q4(rng: &mut Pcg32, n: usize, k: usize) -> Q4Matrix {
@@ -65,7 +70,8 @@ pub fn random_q4(rng: &mut Pcg32, n: usize, k: usize) -> Q4Matrix {
 
 /// A random block-quantized matrix `[n, k]` of any layout: LQ4 quantized from Gaussian
 /// weights, `lq4h` from random GGUF Q4_1 blocks (f16 scale `d > 0`, min `m < 0`, as llama.cpp
-/// writes them, and random codes), `q8_0` from random GGUF Q8_0 blocks (all 256 codes).
+/// writes them, and random codes), `q8_0` from random GGUF Q8_0 blocks (all 256 codes),
+/// `q6_k` from random codes and half scales (all 64 and 256 values) with an f16 `d > 0`.
 pub fn random_q4_as(rng: &mut Pcg32, scales: BlockLayout, n: usize, k: usize) -> Q4Matrix {
     let m = match scales {
         BlockLayout::Lq4 => Q4Matrix::quantize("random", n, k, &rng.normal_vec(n * k, 0.05)),
@@ -90,6 +96,22 @@ pub fn random_q4_as(rng: &mut Pcg32, scales: BlockLayout, n: usize, k: usize) ->
             }
             Q4Matrix::from_ggml_q8_0("random", n, k, &raw)
         }
+        BlockLayout::Q6 => {
+            let layout = BlockLayout::Q6;
+            let sm = layout.sm_offset(n, k);
+            let words: Vec<u32> = (0..layout.words(n, k))
+                .map(|i| {
+                    let r = rng.next_u32();
+                    if i < sm {
+                        return r;
+                    }
+                    let d = half::f16::from_f32(0.00002 + 0.0001 * rng.normal_vec(1, 1.0)[0].abs());
+                    (r & 0xFFFF) | (d.to_bits() as u32) << 16
+                })
+                .collect();
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            Q4Matrix::from_bytes("random", layout, n, k, &bytes)
+        }
     };
     // Shapes here are valid by construction; a failure is a bug in the quantizer.
     m.unwrap_or_else(|err| panic!("quantize: {err}"))
@@ -98,11 +120,23 @@ pub fn random_q4_as(rng: &mut Pcg32, scales: BlockLayout, n: usize, k: usize) ->
 /// The oracle of a 4-bit matmul of `m` rows on `b`: f32 activations, or the 8-bit blocks the
 /// backend rounds them to ([`Backend::q4_rounds_activations`]).
 fn q4_oracle<B: Backend>(b: &B, x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
+    let w = &*as_run(b, w);
     if b.q4_rounds_activations(m) {
         oracle::q4_matmul_q8(x, w, m)
     } else {
         oracle::q4_matmul(x, w, m)
     }
+}
+
+/// `w` as `b` runs it: its own layout, or the one its upload converts to
+/// ([`Backend::runs_layout`]: `q6_k` as `q8_0` on the GPU).
+fn as_run<'a, B: Backend>(b: &B, w: &'a Q4Matrix) -> std::borrow::Cow<'a, Q4Matrix> {
+    if b.runs_layout(w.layout) == w.layout {
+        return std::borrow::Cow::Borrowed(w);
+    }
+    // Random matrices convert by construction; a failure is a bug in the conversion.
+    w.to_portable("w")
+        .unwrap_or_else(|err| panic!("convert: {err}"))
 }
 
 async fn q4_matmul<B: Backend>(b: &B, seed: u64, kernel: MatmulKernel) -> Check {
@@ -248,7 +282,7 @@ pub fn cpu_rows(seed: u64) -> Check {
         for scales in LAYOUTS {
             let w = random_q4_as(&mut rng, scales, n, k);
             let mut xq = Q8Rows::default();
-            if scales == BlockLayout::Q8 {
+            if scales.natural_order() {
                 xq.quantize_natural(&x, m, k);
             } else {
                 xq.quantize(&x, m, k);
@@ -286,7 +320,7 @@ pub fn cpu_rows(seed: u64) -> Check {
         }
     }
     Ok(format!(
-        "{op} {}: groups 1–9, 18–19 on LQ4, lq4h, q8_0: max abs err {worst:.2e} within {}",
+        "{op} {}: groups 1–9, 18–19 on LQ4, lq4h, q8_0, q6_k: max abs err {worst:.2e} within {}",
         isa.name(),
         bounds::Q4_MATMUL
     ))
@@ -936,10 +970,11 @@ pub async fn embed_q4<B: Backend>(b: &B, seed: u64) -> Check {
         let od = b.alloc("o", tokens * cols).map_err(e(op))?;
         b.embed_q4(&ids, &wd, &od).map_err(e(op))?;
         let got = b.read(&od, 0, tokens * cols).await.map_err(e(op))?;
+        let w = &*as_run(b, &w);
         let want: Vec<f64> = ids
             .iter()
             .flat_map(|&id| (0..cols).map(move |k| (id as usize, k)))
-            .map(|(id, k)| oracle::q4_weight(&w, id, k))
+            .map(|(id, k)| oracle::q4_weight(w, id, k))
             .collect();
         said.push(compare(
             op,
@@ -1061,10 +1096,11 @@ pub async fn q4_blocks<B: Backend>(b: &B, seed: u64) -> Check {
         b.embed_q4_block(&ids, q, *r0, &od).map_err(e(op))?;
     }
     let got = b.read(&od, 0, tokens * k).await.map_err(e(op))?;
+    let w = &*as_run(b, &w);
     let want: Vec<f64> = ids
         .iter()
         .flat_map(|&id| (0..k).map(move |c| (id as usize, c)))
-        .map(|(id, c)| oracle::q4_weight(&w, id, c))
+        .map(|(id, c)| oracle::q4_weight(w, id, c))
         .collect();
     compare(
         op,

@@ -13,7 +13,7 @@ use crate::backend::{
     Selection,
 };
 use crate::error::{shape_err, Result};
-use crate::quant::Q4Matrix;
+use crate::quant::{BlockLayout, Q4Matrix};
 
 /// A host buffer shared by handle, like a device buffer.
 #[derive(Clone, Debug)]
@@ -130,7 +130,18 @@ impl Backend for CpuBackend {
 
     fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<Arc<Q4Matrix>> {
         m.validate(label)?;
+        if self.runs_layout(m.layout) != m.layout {
+            return Ok(Arc::new(m.to_portable(label)?.into_owned()));
+        }
         Ok(Arc::new(m.clone()))
+    }
+
+    /// `q6_k` runs as it is where the instruction set has its kernels, else as `q8_0`.
+    fn runs_layout(&self, layout: BlockLayout) -> BlockLayout {
+        match layout {
+            BlockLayout::Q6 if !simd::Isa::best().runs_q6() => BlockLayout::Q8,
+            other => other,
+        }
     }
 
     async fn read(&self, buf: &CpuBuffer, offset: usize, len: usize) -> Result<Vec<f32>> {

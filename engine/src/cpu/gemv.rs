@@ -9,7 +9,7 @@
 use super::math::OutPtr;
 use super::q8::Q8Rows;
 use super::simd::{row_quantizer, rows_dot, Isa, RowBlock};
-use crate::quant::{BlockLayout, Q4Matrix, GROUP};
+use crate::quant::{Q4Matrix, GROUP};
 
 /// Rows per task at least (a task's fixed cost is a few hundred nanoseconds).
 const MIN_ROWS_PER_TASK: usize = 16;
@@ -103,7 +103,7 @@ pub fn q4_gemv_q8_glu(
     );
     let xg = quantized(x, w_gate, m);
     // The activations' order depends only on whether the rows are `q8_0`.
-    let xu_own = ((w_up.layout == BlockLayout::Q8) != (w_gate.layout == BlockLayout::Q8))
+    let xu_own = (w_up.layout.natural_order() != w_gate.layout.natural_order())
         .then(|| quantized(x, w_up, m));
     let (xg, xu) = (&xg, xu_own.as_ref().unwrap_or(&xg));
     let (bg, bu) = (RowBlock::of(w_gate), RowBlock::of(w_up));
@@ -153,7 +153,7 @@ pub fn q4_gemv_q8_many(x: &[f32], parts: &mut [(&Q4Matrix, &mut [f32])], m: usiz
         "q4_gemv_q8_many: shapes were not checked"
     );
     // The activations in each order a matrix needs, rounded once.
-    let natural = |w: &Q4Matrix| w.layout == BlockLayout::Q8;
+    let natural = |w: &Q4Matrix| w.layout.natural_order();
     let order = |want: bool| {
         parts
             .iter()
@@ -206,10 +206,10 @@ pub fn q4_gemv_q8_many(x: &[f32], parts: &mut [(&Q4Matrix, &mut [f32])], m: usiz
 }
 
 /// `x`'s `m` rows rounded to 8-bit blocks in the order `w`'s rows are stored in (natural for
-/// `q8_0`, paired for the 4-bit layouts).
+/// `q8_0` and `q6_k`, paired for the 4-bit layouts).
 fn quantized(x: &[f32], w: &Q4Matrix, m: usize) -> Q8Rows {
     let mut xq = Q8Rows::default();
-    let natural = w.layout == BlockLayout::Q8;
+    let natural = w.layout.natural_order();
     xq.quantize_with(x, m, w.cols, natural, row_quantizer(Isa::best()));
     xq
 }
@@ -217,7 +217,7 @@ fn quantized(x: &[f32], w: &Q4Matrix, m: usize) -> Q8Rows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::simd::tests::{random_q4_1, random_q8_0};
+    use crate::cpu::simd::tests::{random_q4_1, random_q6, random_q8_0};
     use crate::rng::Pcg32;
 
     /// The fused epilogues give the plain ops' values bit for bit (the GEMV into a buffer,
@@ -237,6 +237,7 @@ mod tests {
                 random_q8_0(&mut rng, rows, k),
                 random_q4_1(&mut rng, rows, k),
             ),
+            (random_q4_1(&mut rng, rows, k), random_q6(&mut rng, rows, k)),
         ];
         for (wg, wu) in &pairs {
             for m in [1usize, 3] {
@@ -280,6 +281,7 @@ mod tests {
             random_q8_0(&mut rng, 13, k),
             random_q4_1(&mut rng, 29, k),
             random_q8_0(&mut rng, 1, k),
+            random_q6(&mut rng, 11, k),
         ];
         for m in [1usize, 5] {
             let x = rng.normal_vec(m * k, 1.0);

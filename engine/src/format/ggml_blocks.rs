@@ -1,14 +1,15 @@
 //! GGUF's quantized blocks as the engine's block matrices with the same values (issue 21):
 //! Q4_0 / Q4_1 as `lq4h`, Q5_0 / Q5_1 / Q8_0 as `q8_0` ([`BlockLayout`]), exactly; the k-quants
-//! Q4_K as `lq4h`, Q5_K and Q6_K as `q8_0`, with their codes and with each group's scale `d·sc` (a
-//! product of an f16 and a 6- or 8-bit integer) rounded to f16 (see [`Q4Matrix::from_ggml_q4_k`]
-//! and [`Q4Matrix::from_ggml_q6_k`] for the error bounds). The layouts are documented in
+//! Q4_K as `lq4h`, Q5_K as `q8_0`, with their codes and with each group's scale `d·sc` (a
+//! product of an f16 and a 6-bit integer) rounded to f16 (see [`Q4Matrix::from_ggml_q4_k`] for
+//! the error bound), and Q6_K as `q6_k`, exactly (as `q8_0` where a backend needs it,
+//! [`Q4Matrix::q6_to_q8_0`]). The layouts are documented in
 //! [`crate::quant`]; this file only reads GGUF's bytes into them, so the format module depends
 //! on `quant` and never the other way.
 
 use super::gguf::{kquant_scale_min, q5k_codes, q6k_codes};
 use crate::error::{EngineError, Result};
-use crate::quant::{BlockLayout, Q4Matrix, GROUP};
+use crate::quant::{q6_put, BlockLayout, Q4Matrix, GROUP};
 
 impl Q4Matrix {
     /// A GGUF `Q8_0` tensor `[rows, cols]` (blocks of 34 bytes: f16 `d`, 32 signed codes;
@@ -151,60 +152,116 @@ impl Q4Matrix {
 
     /// A GGUF `Q6_K` tensor `[rows, cols]` (super-blocks of 256 weights in 210 bytes: 128 bytes
     /// of low nibbles, 64 of high bit pairs, sixteen signed 8-bit scales, f16 `d`; sub-block
-    /// `i` of 16 is `w = d·sc_i·q` with `q` in −32..=31) as a `q8_0` matrix, group by group of
-    /// 32 (two sub-blocks with scales `a` and `b`):
+    /// `i` of 16 is `w = d·sc_i·q` with `q` in −32..=31) as a `q6_k` matrix with the same
+    /// values: the codes repacked per group of 32, each group's two scales and the
+    /// super-block's `d` beside them. 7 bits per weight where the file spends 6.56.
+    pub fn from_ggml_q6_k(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
+        let blocks = Self::ggml_block_count(name, rows, cols, data.len(), (256, 210))?;
+        let layout = BlockLayout::Q6;
+        let sm = layout.sm_offset(rows, cols);
+        let mut out = vec![0u32; layout.words(rows, cols)];
+        let mut codes = vec![0u8; 24 * (blocks * 8)];
+        let groups = cols / GROUP;
+        for (i, b) in data.chunks_exact(210).enumerate().take(blocks) {
+            let (sc, d) = (&b[192..208], u16::from_le_bytes([b[208], b[209]]));
+            let q = q6k_codes(b);
+            for t in 0..8 {
+                let g = 8 * i + t;
+                out[sm + g] = sc[2 * t] as u32 | (sc[2 * t + 1] as u32) << 8 | (d as u32) << 16;
+                let (n, gr) = (g / groups, g % groups);
+                let row = &mut codes[24 * groups * n..24 * groups * (n + 1)];
+                for (k, &q) in q[32 * t..32 * t + 32].iter().enumerate() {
+                    q6_put(row, groups, gr, k, (q + 32) as u8);
+                }
+            }
+        }
+        for (w, c) in out[..sm].iter_mut().zip(codes.chunks_exact(4)) {
+            *w = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
+        Ok(Q4Matrix {
+            rows,
+            cols,
+            data: out,
+            layout,
+        })
+    }
+
+    /// The matrix in a layout every backend, instruction set and bundle runs: a `q6_k` matrix
+    /// as `q8_0` ([`Q4Matrix::q6_to_q8_0`]), every other one as it is.
+    pub fn to_portable(&self, name: &str) -> Result<std::borrow::Cow<'_, Q4Matrix>> {
+        Ok(match self.layout {
+            BlockLayout::Q6 => std::borrow::Cow::Owned(self.q6_to_q8_0(name)?),
+            _ => std::borrow::Cow::Borrowed(self),
+        })
+    }
+
+    /// A `q6_k` matrix as `q8_0`, group by group of 32 (two halves with scales `a` and `b`):
     /// - when `|a| / gcd` and `|b| / gcd` are at most 4 (equal scales among them), the codes are
     ///   `q·sc / gcd` and the scale `d·gcd`: the same values up to the scale's f16 rounding
     ///   (`2⁻¹¹` relative);
     /// - otherwise the scale is `d·max(|a|, |b|) / 4` and the codes `q·sc·4 / max`, exact for
-    ///   the sub-block with the larger scale and rounded for the other (at most an eighth of
-    ///   the larger sub-block's 6-bit step; the 6-bit rounding the file already holds is half a
+    ///   the half with the larger scale and rounded for the other (at most an eighth of
+    ///   the larger half's 6-bit step; the 6-bit rounding the file already holds is half a
     ///   step);
     /// - and where even that overflows 8 bits (scales of equal size and opposite sign with a
     ///   code of −32), `d·max / (127/32)`, every code rounded (at most 0.13 of that step).
     ///
-    /// 9 bits per weight where the file spends 6.56.
-    pub fn from_ggml_q6_k(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
+    /// 9 bits per weight; what the GPU, the instruction sets without a `q6_k` kernel and the
+    /// bundles receive. Errors name `name`, the row and the group.
+    pub fn q6_to_q8_0(&self, name: &str) -> Result<Q4Matrix> {
         let layout = BlockLayout::Q8;
-        Self::from_ggml_kquant(name, rows, cols, data, 210, layout, |b, words, codes| {
-            let (sc, d) = (&b[192..208], f16_at(b, 208));
-            let q = q6k_codes(b);
-            for t in 0..8 {
-                // Weights 32t..32t + 32: sub-blocks 2t and 2t + 1 (weight i's scale is sc[i / 16]).
-                let (a, bb) = (sc[2 * t] as i8 as i32, sc[2 * t + 1] as i8 as i32);
-                let (big, sign) = match a.abs().max(bb.abs()) {
-                    0 => (1, 1),
-                    m => (m, if a == m || bb == m { 1 } else { -1 }),
-                };
-                let g = gcd(a.unsigned_abs(), bb.unsigned_abs()).max(1) as i32;
-                // code = q·sc·sign·num / den, group scale d·sign·den / num: the first choice
-                // whose codes fit 8 bits (the last always does).
-                let fit = |num: i32, den: i32| -> Option<[u8; 32]> {
-                    let mut c = [0u8; 32];
-                    for (k, c) in c.iter_mut().enumerate() {
-                        let s = if k < 16 { a } else { bb };
-                        let r = ((q[32 * t + k] * s * sign * num) as f64 / den as f64).round();
-                        if !(-128.0..=127.0).contains(&r) {
-                            return None;
-                        }
-                        *c = r as i8 as u8;
+        let (groups, sm) = (self.cols / GROUP, self.sm_offset());
+        let out_sm = layout.sm_offset(self.rows, self.cols);
+        let mut out = vec![0u32; layout.words(self.rows, self.cols)];
+        for i in 0..self.rows * groups {
+            let (n, g) = (i / groups, i % groups);
+            let word = self.data[sm + i];
+            let (a, bb) = (word as u8 as i8 as i32, (word >> 8) as u8 as i8 as i32);
+            let d = half::f16::from_bits((word >> 16) as u16).to_f32();
+            let q: [i32; 32] = std::array::from_fn(|k| self.code(n, GROUP * g + k));
+            let (big, sign) = match a.abs().max(bb.abs()) {
+                0 => (1, 1),
+                m => (m, if a == m || bb == m { 1 } else { -1 }),
+            };
+            let gd = gcd(a.unsigned_abs(), bb.unsigned_abs()).max(1) as i32;
+            // code = q·sc·sign·num / den, group scale d·sign·den / num: the first choice
+            // whose codes fit 8 bits (the last always does).
+            let fit = |num: i32, den: i32| -> Option<[u8; 32]> {
+                let mut c = [0u8; 32];
+                for (k, c) in c.iter_mut().enumerate() {
+                    let s = if k < 16 { a } else { bb };
+                    let r = ((q[k] * s * sign * num) as f64 / den as f64).round();
+                    if !(-128.0..=127.0).contains(&r) {
+                        return None;
                     }
-                    Some(c)
-                };
-                let (num, den, c) = [(1, g), (4, big), (127, 32 * big)]
-                    .into_iter()
-                    .find_map(|(n, dd)| fit(n, dd).map(|c| (n, dd, c)))
-                    .ok_or("codes do not fit 8 bits")?;
-                let scale = half::f16::from_f32(d * (sign * den) as f32 / num as f32);
-                if !scale.is_finite() {
-                    return Err(format!(
-                        "group scale of {d}·{den}/{num} is not a finite f16"
-                    ));
+                    *c = r as i8 as u8;
                 }
-                words[t] = scale.to_bits() as u32;
-                codes[t] = c;
+                Some(c)
+            };
+            let bad = |detail: String| EngineError::Quantize {
+                tensor: name.into(),
+                detail: format!("row {n}, group {g}: {detail}"),
+            };
+            let (num, den, c) = [(1, gd), (4, big), (127, 32 * big)]
+                .into_iter()
+                .find_map(|(nn, dd)| fit(nn, dd).map(|c| (nn, dd, c)))
+                .ok_or_else(|| bad("codes do not fit 8 bits".into()))?;
+            let scale = half::f16::from_f32(d * (sign * den) as f32 / num as f32);
+            if !scale.is_finite() {
+                return Err(bad(format!(
+                    "group scale of {d}·{den}/{num} is not a finite f16"
+                )));
             }
-            Ok(())
+            out[out_sm + i] = scale.to_bits() as u32;
+            for (w, c) in c.chunks_exact(4).enumerate() {
+                out[8 * i + w] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            }
+        }
+        Ok(Q4Matrix {
+            rows: self.rows,
+            cols: self.cols,
+            data: out,
+            layout,
         })
     }
 
@@ -571,16 +628,25 @@ mod tests {
             assert!(m.dequantize() == want, "{ty:?} with exact scales differs");
         }
 
-        // Q6_K: groups whose two scales share a divisor they are at most 4 times are exact up
-        // to f16; every other value within 16/127 of the larger 6-bit step (+ f16).
+        // Q6_K: as `q6_k` exactly. As `q8_0` (the GPU's and the bundles'), groups whose two
+        // scales share a divisor they are at most 4 times are exact up to f16; every other
+        // value within 16/127 of the larger 6-bit step (+ f16).
         let mut raw = kquant_blocks(&mut rng, n * k / 256, 210, &[208], 0.001);
         // Super-block 0: scales (8, 8), (8, −8), (12, 4), (−6, 9): the exact choices.
         raw[192..200].copy_from_slice(&[8, 8, 8, (-8i8) as u8, 12, 4, (-6i8) as u8, 9]);
         let m = Q4Matrix::from_ggml_q6_k("blk.7.attn_v", n, k, &raw).expect("q6_k");
         m.validate("blk.7.attn_v").expect("valid");
-        assert_eq!(m.layout, BlockLayout::Q8);
+        assert_eq!(m.layout, BlockLayout::Q6);
+        assert!((m.bits_per_weight() - 7.0).abs() < 1e-9);
         dequantize_into(GgmlType::Q6K, &raw, &mut want);
-        let got = m.dequantize();
+        assert!(m.dequantize() == want, "q6_k differs from the GGUF values");
+        let q8 = m.to_portable("blk.7.attn_v").expect("q8_0").into_owned();
+        assert_eq!(q8.layout, BlockLayout::Q8);
+        q8.validate("blk.7.attn_v").expect("valid");
+        // Row blocks of a q6_k matrix keep their values.
+        let tail = m.row_block(1, 3);
+        assert_eq!(tail.dequantize(), want[k..].to_vec());
+        let got = q8.dequantize();
         for (i, (a, b)) in got.iter().zip(&want).enumerate() {
             let blk = &raw[210 * (i / 256)..];
             let d = super::f16_at(blk, 208);

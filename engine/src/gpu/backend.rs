@@ -58,6 +58,8 @@ impl Backend for GpuContext {
 
     fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<GpuQ4> {
         m.validate(label)?;
+        // The shaders read `q6_k` as `q8_0`.
+        let m = &*m.to_portable(label)?;
         let buf = self.create_storage(
             label,
             (m.data.len() * 4) as u64,
@@ -73,7 +75,8 @@ impl Backend for GpuContext {
             kind: match m.layout {
                 crate::quant::BlockLayout::Lq4 => 0,
                 crate::quant::BlockLayout::Lq4h => 1,
-                crate::quant::BlockLayout::Q8 => GpuQ4::Q8,
+                // (`q6_k` arrives here as `q8_0`.)
+                crate::quant::BlockLayout::Q8 | crate::quant::BlockLayout::Q6 => GpuQ4::Q8,
             },
         })
     }

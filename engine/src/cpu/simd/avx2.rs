@@ -50,6 +50,9 @@ pub unsafe fn rows(
             (BlockLayout::Q8, false) => tiles(w, rows, xs, out, |wr: &[_; 1], x, g| unsafe {
                 [tile_row_q8(wr[0], x, g)]
             }),
+            (BlockLayout::Q6, _) => tiles(w, rows, xs, out, |wr: &[_; 1], x, g| unsafe {
+                [tile_row_q6(wr[0], x, g)]
+            }),
             (_, true) => tiles(w, rows, xs, out, |wr: &[_; WR_4BIT], x, g| unsafe {
                 tile_row_vnni(wr, x, g)
             }),
@@ -76,6 +79,9 @@ pub unsafe fn rows(
             )
         }),
         BlockLayout::Lq4h => each_row(w, rows, xs, out, |c, s, x| unsafe { lq4h_q8(c, s, x) }),
+        BlockLayout::Q6 => each_row(w, rows, xs, out, |c, s, x| unsafe {
+            (super::avx2_q6::q6_row(c, s, x), 0.0)
+        }),
     }
 }
 
@@ -190,7 +196,7 @@ fn fold_pairs(v: __m256) -> __m128 {
 /// Horizontal sum of eight floats.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn hsum(v: __m256) -> f32 {
+pub(super) fn hsum(v: __m256) -> f32 {
     let s = fold_pairs(v);
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     let s = _mm_add_ss(s, _mm_shuffle_ps::<1>(s, s));
@@ -496,20 +502,23 @@ tile_row!(
     |lo, hi, xe, xo| _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, xe), hi, xo)
 );
 
-/// One `q8_0` weight row of a tile ([`super::tiles`]): the same `(acc, min)` as [`tile_row!`]'s
-/// kernels, for 8-bit codes in natural order. Per group the weights are loaded once and their
+/// One `q8_0` (or `q6_k`) weight row of a tile ([`super::tiles`]): the same `(acc, min)` as
+/// [`tile_row!`]'s kernels, for signed codes in natural order. `$load` gives a group's codes
+/// as signed bytes (loaded, or unpacked) and the operand `$products` widens with (ones, zero,
+/// or `q6_k`'s half scales). Per group the weights are loaded once and their
 /// magnitudes taken once (`vpsignb`, as [`q8_block`]); each activation row gets the weights'
 /// signs and its products. Per pair of groups six horizontal adds, two lane permutes and one
 /// add gather the four rows' sums into one register in the tile's lane order (lanes 0–3:
 /// group 2p for rows 0–3, lanes 4–7: group 2p + 1), so one conversion, one scale multiply and
 /// one FMA serve eight products.
 macro_rules! tile_row_q8 {
-    ($(#[$doc:meta])* $name:ident, $features:literal, |$aw:ident, $sx:ident| $products:expr) => {
+    ($(#[$doc:meta])* $name:ident, $features:literal,
+     |$row:ident, $g:ident| $load:expr, |$aw:ident, $sx:ident, $ws:ident| $products:expr) => {
         $(#[$doc])*
         ///
         /// # Safety
         /// The target features present; the lengths of [`super::tiles`]'s kernels for 8-bit
-        /// codes (codes 32·G bytes).
+        /// codes (codes 32·G bytes, 24·G for `q6_k`).
         #[inline]
         #[target_feature(enable = $features)]
         pub(super) unsafe fn $name(
@@ -517,16 +526,18 @@ macro_rules! tile_row_q8 {
             x: ActTile<'_>,
             groups: usize,
         ) -> ([f32; TX], [f32; TX]) {
-            let (codes, sc, mn, dxt, sumt) = (w.codes, w.sc, w.mn, x.dx, x.sum);
-            // SAFETY: group g reads codes[32g..32g+32], sc/mn[g], dxt/sumt[4g..4g+4] and
-            // qs[32g..32g+32] of each activation row (a pair: groups 2p and 2p + 1): inside
-            // the lengths `tiles` passes (codes 32·G, sc/mn G, dxt/sumt 4·G, qs 32·G).
+            let (sc, mn, dxt, sumt) = (w.sc, w.mn, x.dx, x.sum);
+            // SAFETY: group g reads codes[W·g..W·g+W] (W = 32, or 24 for `q6_k`), subs[4g..4g+4],
+            // sc/mn[g], dxt/sumt[4g..4g+4] and qs[32g..32g+32] of each activation row (a
+            // pair: groups 2p and 2p + 1): inside the lengths `tiles` passes (codes W·G,
+            // subs 4·G, sc/mn G, dxt/sumt 4·G, qs 32·G).
             unsafe {
                 let xq: [*const i8; TX] = std::array::from_fn(|t| x.rows[t].qs.as_ptr());
                 // Group g's products for the four rows, as [rows 0–3: lanes 0–3 | rows 0–3:
                 // lanes 4–7] of its eight i32 partial sums.
                 let group = |g: usize| {
-                    let wv = _mm256_loadu_si256(codes.as_ptr().add(32 * g) as *const __m256i);
+                    let ($row, $g) = (w, g);
+                    let (wv, $ws): (__m256i, __m256i) = $load;
                     let $aw = _mm256_sign_epi8(wv, wv);
                     let m: [__m256i; TX] = std::array::from_fn(|t| {
                         let v = _mm256_loadu_si256(xq[t].add(32 * g) as *const __m256i);
@@ -580,14 +591,38 @@ tile_row_q8!(
     /// pairs (at most 2·128·127, no saturation), widened by `vpmaddwd`.
     tile_row_q8,
     "avx2,fma",
-    |aw, sx| _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1))
+    |w, g| (
+        _mm256_loadu_si256(w.codes.as_ptr().add(32 * g) as *const __m256i),
+        _mm256_set1_epi16(1)
+    ),
+    |aw, sx, ones| _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), ones)
 );
 
 tile_row_q8!(
     /// [`tile_row_q8!`] with AVX-512 VNNI on 256-bit registers: one `vpdpbusd`.
     tile_row_q8_vnni,
     "avx2,fma,avx512f,avx512vl,avx512vnni",
-    |aw, sx| _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, sx)
+    |w, g| (
+        _mm256_loadu_si256(w.codes.as_ptr().add(32 * g) as *const __m256i),
+        _mm256_setzero_si256()
+    ),
+    |aw, sx, zero| _mm256_dpbusd_epi32(zero, aw, sx)
+);
+
+tile_row_q8!(
+    /// [`tile_row_q8!`] for `q6_k` rows: each group's codes unpacked once to signed bytes
+    /// ([`super::avx2_q6::unpack`]), and `vpmaddwd` against the half scales applies them in
+    /// integers while widening (so the driver's per-group scale is `d`).
+    tile_row_q6,
+    "avx2,fma",
+    |w, g| (
+        super::avx2_q6::unpack(w.codes.as_ptr(), w.sc.len(), g),
+        super::avx2_q6::half_scales(
+            _mm_cvtsi32_si128(super::avx2_q6::word(w.subs.as_ptr(), g) as i32),
+            0
+        )
+    ),
+    |aw, sx, scales| _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), scales)
 );
 
 /// True where the CPU has AVX-512 VNNI with 256-bit forms (detected once).

@@ -23,6 +23,8 @@ pub mod tiles;
 
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
+#[cfg(target_arch = "x86_64")]
+pub mod avx2_q6;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -79,6 +81,13 @@ impl Isa {
         matches!(self, Isa::Avx2 | Isa::Simd128)
     }
 
+    /// True where this instruction set has `q6_k` kernels (AVX2, and the scalar reference);
+    /// the CPU backend gives the others a `q6_k` matrix as `q8_0`
+    /// ([`crate::quant::Q4Matrix::to_portable`]), whose kernels they have.
+    pub fn runs_q6(self) -> bool {
+        matches!(self, Isa::Scalar | Isa::Avx2)
+    }
+
     /// Short name for reports: `avx2`, `neon`, `simd128` (`relaxed-simd` where the build
     /// enables it), `scalar`.
     pub fn name(self) -> &'static str {
@@ -104,7 +113,7 @@ pub fn row_quantizer(isa: Isa) -> super::q8::RowQuantizer {
 }
 
 /// One matrix's rows as stored ([`crate::quant::Q4Matrix`]'s bytes): every row's codes (16·G
-/// bytes for 4-bit layouts, 32·G for `q8_0`) from `codes[0]`, its per-group scales
+/// bytes for 4-bit layouts, 24·G for `q6_k`, 32·G for `q8_0`) from `codes[0]`, its per-group scales
 /// (`layout.group_bytes()`·G) from `subs[0]`.
 #[derive(Clone, Copy, Debug)]
 pub struct RowBlock<'a> {
@@ -174,6 +183,7 @@ pub fn rows_dot(
     }
     each_row(w, rows, &xs, &mut out, |c, s, xr| match w.layout {
         BlockLayout::Q8 => (q8_q8(isa, bytemuck::cast_slice(c), s, xr, scratch), 0.0),
+        BlockLayout::Q6 => (q6_q8(isa, c, s, xr), 0.0),
         layout => lq4_q8(
             isa,
             Lq4Row {
@@ -293,6 +303,27 @@ pub fn q8_q8(isa: Isa, codes: &[i8], subs: &[u8], x: Q8Row<'_>, scratch: &mut [f
         _ => scalar::q8_dot(codes, x, scratch),
     };
     acc_q - acc_m
+}
+
+/// `Σ_g d_g·dx_g·(sc_lo·Σ_lo c·qx + sc_hi·Σ_hi c·qx)` for one `q6_k` weight row (24·G code
+/// bytes, 4·G scale bytes; see [`crate::quant`]) and an activation row in natural order. The
+/// integer products are exact (at most 16·32·127 per half, times a scale of at most 128), so
+/// the instruction sets differ only in the order of f32 additions. An `isa` without a `q6_k`
+/// kernel runs the scalar form.
+#[inline]
+pub fn q6_q8(isa: Isa, codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> f32 {
+    let groups = x.d.len();
+    assert!(
+        codes.len() == 24 * groups && subs.len() == 4 * groups && x.qs.len() == 32 * groups,
+        "q6_q8: row slices disagree on the group count {groups}"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 && avx2_present() {
+        // SAFETY: AVX2, FMA and F16C were detected at run time; the lengths are checked above.
+        return unsafe { avx2_q6::q6_row(codes, subs, x) };
+    }
+    let _ = isa;
+    scalar::q6_dot(codes, subs, x)
 }
 
 /// AVX2 with FMA and F16C, detected at run time (each macro call reads a cached flag).

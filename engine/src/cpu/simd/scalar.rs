@@ -63,3 +63,27 @@ pub fn q8_dot(codes: &[i8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
     }
     acc
 }
+
+/// `Σ_g d_g·dx_g·(sc_lo·Σ_{i<16} c_i·qx_i + sc_hi·Σ_{i≥16} c_i·qx_i)` for a `q6_k` row (see
+/// [`crate::quant`]; `c = q − 32`) and an activation row in natural order: the reference of
+/// [`super::q6_q8`].
+pub fn q6_dot(codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> f32 {
+    let groups = x.d.len();
+    let mut acc = 0f32;
+    for (g, xq) in x.qs.chunks_exact(32).enumerate() {
+        let (mut lo, mut hi) = (0i32, 0i32);
+        for (i, &xv) in xq.iter().enumerate() {
+            let q = crate::quant::q6_code(codes, groups, g, i);
+            let p = (q as i32 - 32) * xv as i32;
+            if i < 16 {
+                lo += p;
+            } else {
+                hi += p;
+            }
+        }
+        let s = &subs[4 * g..4 * g + 4];
+        let d = super::f16_to_f32(u16::from_le_bytes([s[2], s[3]]));
+        acc += d * x.d[g] * (s[0] as i8 as i32 * lo + s[1] as i8 as i32 * hi) as f32;
+    }
+    acc
+}

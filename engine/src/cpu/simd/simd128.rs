@@ -24,7 +24,7 @@ pub fn rows(
     out: &mut impl FnMut(usize, usize, f32, f32),
 ) {
     // Several activation rows (prefill): 4-bit rows in tiles of four activation rows.
-    if xs.len() >= TILE_MIN_ROWS && w.layout != BlockLayout::Q8 {
+    if xs.len() >= TILE_MIN_ROWS && !w.layout.natural_order() {
         return tiles(w, rows, xs, out, |wr: &[WeightRow<'_>; 1], x, g| {
             [tile_row(wr[0], x, g)]
         });
@@ -46,6 +46,11 @@ pub fn rows(
             )
         }),
         BlockLayout::Lq4h => each_row(w, rows, xs, out, lq4h_q8),
+        // The page's backend receives `q6_k` as `q8_0` (`Isa::runs_q6`); the reference serves
+        // the tests.
+        BlockLayout::Q6 => each_row(w, rows, xs, out, |c, s, x| {
+            (super::scalar::q6_dot(c, s, x), 0.0)
+        }),
     }
 }
 

@@ -37,6 +37,71 @@ pub(crate) fn random_q8_0(rng: &mut Pcg32, rows: usize, k: usize) -> Q4Matrix {
     Q4Matrix::from_ggml_q8_0("w", rows, k, &raw).expect("q8_0")
 }
 
+/// `q6_k` rows as GGUF's Q6_K blocks become (see [`crate::quant`]): random 6-bit codes, per
+/// group two random signed 8-bit half scales over the whole range (−128 included) and a
+/// positive f16 `d`.
+pub(crate) fn random_q6(rng: &mut Pcg32, rows: usize, k: usize) -> Q4Matrix {
+    let layout = BlockLayout::Q6;
+    let mut data = vec![0u32; layout.words(rows, k)];
+    let sm = layout.sm_offset(rows, k);
+    for w in &mut data[..sm] {
+        *w = rng.next_u32();
+    }
+    for w in &mut data[sm..] {
+        let d = half::f16::from_f32(1e-4 + 2e-4 * rng.normal_vec(1, 1.0)[0].abs());
+        *w = (rng.next_u32() & 0xFFFF) | (d.to_bits() as u32) << 16;
+    }
+    let m = Q4Matrix {
+        rows,
+        cols: k,
+        data,
+        layout,
+    };
+    m.validate("q6").expect("q6_k");
+    m
+}
+
+/// `q6_k` rows on every ISA against an f64 evaluation of the same codes and scales
+/// ([`Q4Matrix::code`], [`Q4Matrix::weight_scales`]), on odd and even group counts.
+#[test]
+fn every_isa_matches_f64_on_q6_rows() {
+    let mut rng = Pcg32::new(31);
+    for groups in [1usize, 2, 3, 7, 8, 9, 17, 18, 48, 49] {
+        let (rows, k) = (3, 32 * groups);
+        let w = random_q6(&mut rng, rows, k);
+        let xf = rng.normal_vec(k, 1.0);
+        let mut xq = Q8Rows::default();
+        xq.quantize_natural(&xf, 1, k);
+        let bytes: &[u8] = bytemuck::cast_slice(&w.data);
+        let sm = 4 * w.sm_offset();
+        for r in 0..rows {
+            let (mut want, mut abs) = (0f64, 0f64);
+            for g in 0..groups {
+                let t: f64 = (32 * g..32 * g + 32)
+                    .map(|kk| {
+                        w.weight_scales(r, kk).0 as f64
+                            * w.code(r, kk) as f64
+                            * xq.code(0, kk) as f64
+                    })
+                    .sum::<f64>()
+                    * xq.d[g] as f64;
+                want += t;
+                abs += t.abs();
+            }
+            let codes = &bytes[24 * groups * r..24 * groups * (r + 1)];
+            let subs = &bytes[sm + 4 * groups * r..sm + 4 * groups * (r + 1)];
+            for isa in Isa::available() {
+                let got = q6_q8(isa, codes, subs, xq.row(0));
+                assert!(
+                    (got as f64 - want).abs() <= 1e-5 * abs,
+                    "{} groups {groups} row {r}: {got} vs f64 {want}",
+                    isa.name()
+                );
+            }
+        }
+    }
+}
+
 /// Every available ISA against the scalar form and against an f64 evaluation of the same
 /// integer codes, on group counts that are odd, even, below and above the two-group
 /// vector step.
@@ -139,7 +204,7 @@ fn every_isa_matches_f64_on_half_scale_rows() {
     }
 }
 
-/// [`rows_dot`] on every ISA and layout (LQ4, `lq4h`, `q8_0`) against the scalar row forms,
+/// [`rows_dot`] on every ISA and layout (LQ4, `lq4h`, `q8_0`, `q6_k`) against the scalar row forms,
 /// two activation rows, a block of rows that starts and ends inside the matrix, on group
 /// counts that leave every remainder of the four-group step.
 #[test]
@@ -163,11 +228,13 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
             random_q4_1(&mut rng, rows, k),
             random_q8_0(&mut rng, rows, k),
             with_mins,
+            // Its own generator, so the other matrices' and the activations' draws stay.
+            random_q6(&mut Pcg32::new(100 + groups as u64), rows, k),
         ];
         let xf = rng.normal_vec(m * k, 1.0);
         for w in &mats {
             let mut xq = Q8Rows::default();
-            if w.layout == BlockLayout::Q8 {
+            if w.layout.natural_order() {
                 xq.quantize_natural(&xf, m, k);
             } else {
                 xq.quantize(&xf, m, k);
@@ -196,6 +263,7 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                             ),
                             0.0,
                         ),
+                        BlockLayout::Q6 => (q6_q8(Isa::Scalar, c, s, xq.row(mi)), 0.0),
                         layout => lq4_q8(
                             Isa::Scalar,
                             Lq4Row {
@@ -234,6 +302,10 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                             tiles::tiles(block, 2..7, &xs, &mut put, |wr: &[_; 1], x, g| unsafe {
                                 [avx2::tile_row_q8(wr[0], x, g)]
                             });
+                        } else if w.layout == BlockLayout::Q6 {
+                            tiles::tiles(block, 2..7, &xs, &mut put, |wr: &[_; 1], x, g| unsafe {
+                                [avx2::tile_row_q6(wr[0], x, g)]
+                            });
                         } else if m % 2 == 1 {
                             tiles::tiles(
                                 block,
@@ -269,7 +341,7 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                             );
                             // A `q8_0` row's pair is read as its difference (the tiles give
                             // the products and the min term, the row form their difference).
-                            let (a, b, want) = if w.layout == BlockLayout::Q8 {
+                            let (a, b, want) = if w.layout.natural_order() {
                                 (a - b, 0.0, &(want.0 - want.1, 0.0))
                             } else {
                                 (*a, *b, want)

@@ -27,13 +27,16 @@ pub const TILE_MIN_ROWS: usize = 2;
 /// Activation tiles kept in L1 while every weight row passes over them.
 const TILES_PER_BLOCK: usize = 4;
 
-/// A weight row's side of a tile: its codes (16·G bytes, 32·G for `q8_0`), and its per-group
-/// scales and mins as f32 (G each).
+/// A weight row's side of a tile: its codes (16·G bytes, 24·G for `q6_k`, 32·G for `q8_0`),
+/// its per-group scales and mins as f32 (G each), and its scale bytes as stored.
 #[derive(Clone, Copy)]
 pub struct WeightRow<'a> {
-    /// The row's codes in the LQ4 nibble order (`q8_0`: bytes in natural order).
+    /// The row's codes in the LQ4 nibble order (`q8_0`: bytes in natural order; `q6_k`: its
+    /// groups of 24 bytes).
     pub codes: &'a [u8],
-    /// Per-group scales (LQ4's `sc`, `lq4h`'s `s`).
+    /// The row's scale bytes as stored (the layout's group bytes × G): `q6_k`'s half scales.
+    pub subs: &'a [u8],
+    /// Per-group scales (LQ4's `sc`, `lq4h`'s `s`, `q6_k`'s `d`).
     pub sc: &'a [f32],
     /// Per-group mins (LQ4's `mn`, `lq4h`'s `m`).
     pub mn: &'a [f32],
@@ -51,7 +54,7 @@ pub struct ActTile<'a> {
     pub sum: &'a [f32],
 }
 
-/// Rows `rows` of `w` (LQ4, `lq4h` or `q8_0`) times every row of `xs`: `out(r, mi, first,
+/// Rows `rows` of `w` (LQ4, `lq4h`, `q8_0` or `q6_k`) times every row of `xs`: `out(r, mi, first,
 /// second)` receives [`super::lq4_q8`]'s pair (with the f32 sums in another order than the
 /// row forms'; for `q8_0` the products and the min term, whose difference is
 /// [`super::q8_q8`]). `kernel(w, x, G)` takes `WR` weight rows and returns, for each, `(Σ_g
@@ -115,6 +118,7 @@ pub fn tiles<const WR: usize>(
                 let (r, span) = (rows.start + j, j * groups..(j + 1) * groups);
                 WeightRow {
                     codes: &w.codes[r * cb..(r + 1) * cb],
+                    subs: &w.subs[r * sb..(r + 1) * sb],
                     sc: &sc[span.clone()],
                     mn: &mn[span],
                 }
@@ -138,14 +142,14 @@ pub fn tiles<const WR: usize>(
 }
 
 /// A row's per-group scales and mins as f32: LQ4's `(sc, mn)` bytes, `lq4h`'s and `q8_0`'s f16
-/// `(s, m)` pairs (`subs`: the row's G groups' bytes; `sc`, `mn`: G floats).
+/// `(s, m)` pairs, `q6_k`'s `(d, 0)` (`subs`: the row's G groups' bytes; `sc`, `mn`: G floats).
 fn row_scales(layout: BlockLayout, subs: &[u8], sc: &mut [f32], mn: &mut [f32]) {
     let half = |i: usize| f16_to_f32(u16::from_le_bytes([subs[i], subs[i + 1]]));
     for (g, (s, m)) in sc.iter_mut().zip(mn.iter_mut()).enumerate() {
-        (*s, *m) = if layout == BlockLayout::Lq4 {
-            (subs[2 * g] as f32, subs[2 * g + 1] as f32)
-        } else {
-            (half(4 * g), half(4 * g + 2))
+        (*s, *m) = match layout {
+            BlockLayout::Lq4 => (subs[2 * g] as f32, subs[2 * g + 1] as f32),
+            BlockLayout::Q6 => (half(4 * g + 2), 0.0),
+            _ => (half(4 * g), half(4 * g + 2)),
         };
     }
 }
