@@ -10,6 +10,7 @@
 
 use std::arch::x86_64::*;
 
+use super::avx2_il;
 use super::tiles::{tiles, ActTile, WeightRow, TILE_MIN_ROWS, TX};
 use super::{each_row, RowBlock};
 use crate::cpu::q8::{Lq4Row, Q8Row};
@@ -41,6 +42,12 @@ pub unsafe fn rows(
     // four activation rows (4-bit rows unpacked once, 8-bit rows' signs taken once).
     if xs.len() >= TILE_MIN_ROWS {
         let vnni = vnni_present();
+        // From eight activation rows the 4-bit and `q6_k` rows with VNNI: eight weight rows
+        // interleaved, no horizontal adds (`avx2_il`).
+        if vnni && xs.len() >= avx2_il::IL_MIN_ROWS && w.layout != BlockLayout::Q8 {
+            // SAFETY: AVX2, FMA, F16C (this function's contract) and VNNI detected.
+            return unsafe { avx2_il::gemm(w, rows, xs, out) };
+        }
         // SAFETY: AVX2 and FMA present (this function's contract), VNNI where `vnni`; `tiles`
         // passes the lengths the kernels need.
         return match (w.layout, vnni) {

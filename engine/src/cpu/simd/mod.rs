@@ -24,6 +24,8 @@ pub mod tiles;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
 #[cfg(target_arch = "x86_64")]
+mod avx2_il;
+#[cfg(target_arch = "x86_64")]
 pub mod avx2_q6;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;

@@ -211,10 +211,21 @@ fn every_isa_matches_f64_on_half_scale_rows() {
 fn rows_dot_matches_the_row_forms_on_every_isa() {
     let mut rng = Pcg32::new(21);
     // Activation rows 1 (decode), 2, 5 and 9 (AVX2's tiles of four, with a partial one; 4-bit
-    // and 8-bit rows);
-    // weight rows 2..7 (one tile of four and a single row).
-    for (groups, m) in [(1usize, 5), (6, 2), (9, 9), (18, 1), (18, 5), (3, 4)] {
-        let (rows, k) = (9, 32 * groups);
+    // and 8-bit rows), 9, 17 and 22 (VNNI's interleaved GEMM from 8 rows, with partial tiles);
+    // weight rows 2..19 (four sets of four and a single row; two blocks of eight and a
+    // partial one).
+    for (groups, m) in [
+        (1usize, 5),
+        (6, 2),
+        (9, 9),
+        (18, 1),
+        (18, 5),
+        (3, 4),
+        (5, 17),
+        (2, 22),
+    ] {
+        let (rows, k) = (21, 32 * groups);
+        let blk = 2..19;
         let wf = rng.normal_vec(rows * k, 0.05);
         // A `q8_0` matrix with mins too (as GGUF's Q5_1 blocks become).
         let mut with_mins = random_q8_0(&mut rng, rows, k);
@@ -277,6 +288,16 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                     }
                 })
                 .collect();
+            // Σ_k |w_rk·x_k| for each (row, activation row), from the weights as stored.
+            let mag: Vec<f64> = (0..rows * m)
+                .map(|i| {
+                    let (r, mi) = (i / m, i % m);
+                    let mut wr = vec![0f32; k];
+                    w.dequantize_row(r, &mut wr);
+                    let xr = &xf[mi * k..(mi + 1) * k];
+                    wr.iter().zip(xr).map(|(a, b)| (a * b).abs() as f64).sum()
+                })
+                .collect();
             // Every instruction set, and AVX2's tiles without VNNI where the CPU has it.
             #[allow(unused_mut)]
             let mut forms: Vec<(Isa, bool)> =
@@ -297,19 +318,27 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                         let xs: Vec<Q8Row<'_>> = (0..m).map(|mi| xq.row(mi)).collect();
                         // SAFETY: AVX2 and FMA detected; `tiles` passes the kernel's
                         // lengths. The 4-bit kernel with the AVX2-only row count and with four
-                        // weight rows (rows 2..7: a set of four and a partial set of one).
+                        // weight rows (rows 2..19: four sets of four and a partial set of one).
                         if w.layout == BlockLayout::Q8 {
-                            tiles::tiles(block, 2..7, &xs, &mut put, |wr: &[_; 1], x, g| unsafe {
-                                [avx2::tile_row_q8(wr[0], x, g)]
-                            });
+                            tiles::tiles(
+                                block,
+                                blk.clone(),
+                                &xs,
+                                &mut put,
+                                |wr: &[_; 1], x, g| unsafe { [avx2::tile_row_q8(wr[0], x, g)] },
+                            );
                         } else if w.layout == BlockLayout::Q6 {
-                            tiles::tiles(block, 2..7, &xs, &mut put, |wr: &[_; 1], x, g| unsafe {
-                                [avx2::tile_row_q6(wr[0], x, g)]
-                            });
+                            tiles::tiles(
+                                block,
+                                blk.clone(),
+                                &xs,
+                                &mut put,
+                                |wr: &[_; 1], x, g| unsafe { [avx2::tile_row_q6(wr[0], x, g)] },
+                            );
                         } else if m % 2 == 1 {
                             tiles::tiles(
                                 block,
-                                2..7,
+                                blk.clone(),
                                 &xs,
                                 &mut put,
                                 |wr: &[_; avx2::WR_4BIT_AVX2], x, g| unsafe {
@@ -319,7 +348,7 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                         } else {
                             tiles::tiles(
                                 block,
-                                2..7,
+                                blk.clone(),
                                 &xs,
                                 &mut put,
                                 |wr: &[_; avx2::WR_4BIT], x, g| unsafe { avx2::tile_row(wr, x, g) },
@@ -327,26 +356,26 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                         }
                     }
                 } else {
-                    rows_dot(isa, block, 2..7, &xq, &mut scratch, put);
+                    rows_dot(isa, block, blk.clone(), &xq, &mut scratch, put);
                 }
                 for (i, (g, want)) in got.iter().zip(&want).enumerate() {
                     let r = i / m;
                     match g {
-                        None => assert!(!(2..7).contains(&r), "{} row {r} missing", isa.name()),
+                        None => assert!(!blk.contains(&r), "{} row {r} missing", isa.name()),
                         Some((a, b)) => {
-                            assert!(
-                                (2..7).contains(&r),
-                                "{} row {r} outside the block",
-                                isa.name()
-                            );
+                            assert!(blk.contains(&r), "{} row {r} outside the block", isa.name());
                             // A `q8_0` row's pair is read as its difference (the tiles give
                             // the products and the min term, the row form their difference).
+                            // f32 sums in another order: relative to the terms' size
+                            // (`mag`: Σ|w·x| over the row, as the terms can cancel).
+                            let scale =
+                                a.abs() + b.abs() + want.0.abs() + want.1.abs() + mag[i] as f32;
                             let (a, b, want) = if w.layout.natural_order() {
                                 (a - b, 0.0, &(want.0 - want.1, 0.0))
                             } else {
                                 (*a, *b, want)
                             };
-                            let tol = 1e-5 * (want.0.abs() + want.1.abs() + 1e-3);
+                            let tol = 1e-5 * (scale + 1e-3);
                             assert!(
                                 (a - want.0).abs() <= tol && (b - want.1).abs() <= tol,
                                 "{}{} {} groups {groups} m {m} row {r}: ({a}, {b}) vs ({}, {})",

@@ -143,7 +143,7 @@ pub fn tiles<const WR: usize>(
 
 /// A row's per-group scales and mins as f32: LQ4's `(sc, mn)` bytes, `lq4h`'s and `q8_0`'s f16
 /// `(s, m)` pairs, `q6_k`'s `(d, 0)` (`subs`: the row's G groups' bytes; `sc`, `mn`: G floats).
-fn row_scales(layout: BlockLayout, subs: &[u8], sc: &mut [f32], mn: &mut [f32]) {
+pub(super) fn row_scales(layout: BlockLayout, subs: &[u8], sc: &mut [f32], mn: &mut [f32]) {
     let half = |i: usize| f16_to_f32(u16::from_le_bytes([subs[i], subs[i + 1]]));
     for (g, (s, m)) in sc.iter_mut().zip(mn.iter_mut()).enumerate() {
         (*s, *m) = match layout {
