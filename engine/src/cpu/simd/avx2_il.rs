@@ -124,8 +124,8 @@ pub(super) unsafe fn gemm(
                     (sc[IL_ROWS * g + k], mn[IL_ROWS * g + k]) = (sc_row[g], mn_row[g]);
                 }
             }
-            // SAFETY: the features (this function's contract); `src` rows hold 16·G bytes,
-            // `codes` GROUP_BYTES·G.
+            // SAFETY: the features (this function's contract); `src` rows hold 16·G bytes
+            // (`q6_k`: 24·G), `codes` GROUP_BYTES·G.
             unsafe { repack(&src, q6, groups, &mut codes) };
             for (i, x) in block.iter().enumerate() {
                 let mi0 = (b * act_tiles + i) * IT;
