@@ -167,21 +167,23 @@ pub trait Backend {
     fn write(&self, buf: &Self::Buffer, data: &[f32]) -> Result<()>;
     /// An LQ4 matrix on the device.
     fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<Self::Q4>;
-    /// The layout [`Backend::upload_q4`] keeps a matrix of `layout` in: its own, or for
-    /// `q6_k` where the backend has no kernel for it `q8_0`
+    /// The layout [`Backend::upload_q4`] keeps a matrix of `layout` in: its own, or where the
+    /// backend has no kernel for it `q8_0` for `q6_k` and `lq4h` for `lq4k`
     /// ([`Q4Matrix::to_portable`]). Tests choose their oracle by it.
     fn runs_layout(&self, layout: BlockLayout) -> BlockLayout {
         match layout {
             BlockLayout::Q6 => BlockLayout::Q8,
+            BlockLayout::Lq4k => BlockLayout::Lq4h,
             other => other,
         }
     }
-    /// Whether a 4-bit matmul of `m` activation rows first rounds the activations to 8-bit
-    /// blocks (the CPU's integer dot products, `cpu::q8`); `false`: f32 activations.
-    /// Tests choose their oracle by it.
-    fn q4_rounds_activations(&self, m: usize) -> bool {
-        let _ = m;
-        false
+    /// How a 4-bit matmul of `m` activation rows against rows of `layout` rounds the
+    /// activations: `None` keeps them f32; `Some(n)` rounds them to 8-bit blocks of 32 (the
+    /// CPU's integer dot products, `cpu::q8`), each `n` consecutive blocks of a row under one
+    /// scale (1, or 8 for `lq4k` in decode). Tests choose their oracle by it.
+    fn q4_activation_rounding(&self, layout: BlockLayout, m: usize) -> Option<usize> {
+        let _ = (layout, m);
+        None
     }
     /// Prompt tokens per prefill pass this backend runs best at (sessions and benchmarks size
     /// their run state for it).

@@ -33,6 +33,15 @@
 //! block is `(d, 0)` with its codes as they are; Q5_0 (`d·(q − 16)`) stores `q − 16` with
 //! `(d, 0)`, Q5_1 (`d·q + m`) stores `q` with `(d, −m)`. 9 bits per weight.
 //!
+//! # Super-block variant (`lq4k`): GGUF's Q4_K blocks, exactly
+//! [`BlockLayout::Lq4k`] keeps the `qs` section and, per row, per super-block of 8 groups (the
+//! last may hold fewer), a 20-byte record: the f16 `d` and `dmin`, then each group's 6-bit
+//! `(sc, mn)` as two bytes ([`lq4k_scales`]); the rows' records follow each other (`N` times
+//! `2·G + 4·⌈G/8⌉` bytes, padded to a word). `w = d·sc·q − dmin·mn`: Q4_K's own values (its
+//! 12-byte scale packing unpacked to bytes). 4.625 bits per weight where the file spends 4.5
+//! and `lq4h` 5.0. The CPU's AVX2 kernels run it; every other backend and instruction set, and
+//! the bundles, receive it as `lq4h` ([`Q4Matrix::to_portable`]).
+//!
 //! # 6-bit variant (`q6_k`): GGUF's Q6_K blocks, exactly
 //! [`BlockLayout::Q6`]: 24 code bytes per group of 32 (`N * K * 6 / 32` words), stored by pairs
 //! of groups (A = 2p, B = 2p + 1; 48 bytes from `48p` in the row): 32 bytes whose byte `j` holds
@@ -83,13 +92,16 @@ pub enum BlockLayout {
     /// `q6_k`: 6-bit codes, signed 8-bit scales per half group, an f16 `d` per group (GGUF
     /// Q6_K blocks, exactly).
     Q6,
+    /// `lq4k`: 4-bit codes, 6-bit `(sc, mn)` per group in bytes against an f16 `(d, dmin)` per
+    /// 8 groups (GGUF Q4_K blocks, exactly).
+    Lq4k,
 }
 
 impl BlockLayout {
     /// Bits per code: 4, 6 or 8.
     pub fn code_bits(self) -> usize {
         match self {
-            BlockLayout::Lq4 | BlockLayout::Lq4h => 4,
+            BlockLayout::Lq4 | BlockLayout::Lq4h | BlockLayout::Lq4k => 4,
             BlockLayout::Q6 => 6,
             BlockLayout::Q8 => 8,
         }
@@ -110,9 +122,7 @@ impl BlockLayout {
     pub fn rows_offset(self, rows: usize, cols: usize) -> usize {
         match self {
             BlockLayout::Lq4 => Q4Matrix::rows_offset_for(rows, cols),
-            BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 => {
-                self.sm_offset(rows, cols) + rows * (cols / GROUP)
-            }
+            _ => self.sm_offset(rows, cols) + (rows * self.scale_bytes(cols / GROUP)).div_ceil(4),
         }
     }
 
@@ -120,28 +130,41 @@ impl BlockLayout {
     pub fn words(self, rows: usize, cols: usize) -> usize {
         match self {
             BlockLayout::Lq4 => Q4Matrix::words_for(rows, cols),
-            BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 => self.rows_offset(rows, cols),
+            _ => self.rows_offset(rows, cols),
         }
     }
 
-    /// Bytes of scale data per group in the `sm` section: 2 (`sc`, `mn`) or 4 (two f16, or
-    /// `q6_k`'s two scales and f16 `d`).
-    pub fn group_bytes(self) -> usize {
+    /// Bytes of scale data of a row of `groups` groups in the `sm` section: 2 per group (LQ4's
+    /// `sc`, `mn`), 4 (two f16, or `q6_k`'s two scales and f16 `d`), or `lq4k`'s 2 per group and 4
+    /// per 8 groups (its super-blocks' `(d, dmin)`).
+    pub fn scale_bytes(self, groups: usize) -> usize {
         match self {
-            BlockLayout::Lq4 => 2,
-            BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 => 4,
+            BlockLayout::Lq4 => 2 * groups,
+            BlockLayout::Lq4k => 2 * groups + 4 * groups.div_ceil(8),
+            BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 => 4 * groups,
         }
     }
 
-    /// The name in messages and manifests: `LQ4`, `lq4h`, `q8_0`, `q6_k`.
+    /// The name in messages and manifests: `LQ4`, `lq4h`, `q8_0`, `q6_k`, `lq4k`.
     pub fn name(self) -> &'static str {
         match self {
             BlockLayout::Lq4 => "LQ4",
             BlockLayout::Lq4h => "lq4h",
             BlockLayout::Q8 => "q8_0",
             BlockLayout::Q6 => "q6_k",
+            BlockLayout::Lq4k => "lq4k",
         }
     }
+}
+
+/// Group `g`'s `(d, dmin, sc, mn)` in an `lq4k` row's scale bytes: its super-block's record
+/// (from byte `20·(g / 8)`: f16 `d`, f16 `dmin`, then `(sc, mn)` byte pairs of its groups).
+#[inline]
+pub fn lq4k_scales(row: &[u8], g: usize) -> (f32, f32, u8, u8) {
+    let at = 20 * (g / 8);
+    let h = |i: usize| half::f16::from_bits(u16::from_le_bytes([row[i], row[i + 1]])).to_f32();
+    let p = at + 4 + 2 * (g % 8);
+    (h(at), h(at + 2), row[p], row[p + 1])
 }
 
 /// The stored 6-bit code (0..=63) of weight `i` of group `g` in a `q6_k` row's code bytes
@@ -300,6 +323,13 @@ impl Q4Matrix {
                 let w = self.data[self.sm_offset() + n * (self.cols / GROUP) + g];
                 (half::f16::from_bits((w >> 16) as u16).to_f32(), 0.0)
             }
+            BlockLayout::Lq4k => {
+                let groups = self.cols / GROUP;
+                let sm: &[u8] = bytemuck::cast_slice(&self.data[self.sm_offset()..]);
+                let row = &sm[n * self.layout.scale_bytes(groups)..];
+                let (d, dmin, sc, mn) = lq4k_scales(row, g);
+                (d * sc as f32, dmin * mn as f32)
+            }
             BlockLayout::Lq4 => {
                 let (d, dmin) = self.row_scales(n);
                 let (sc, mn) = self.sub(n, g);
@@ -367,10 +397,18 @@ impl Q4Matrix {
     /// limits).
     pub fn row_block(&self, r0: usize, r1: usize) -> Q4Matrix {
         if self.layout != BlockLayout::Lq4 {
-            let (qw, g) = (self.cols * self.layout.code_bits() / 32, self.cols / GROUP);
+            let qw = self.cols * self.layout.code_bits() / 32;
+            let sb = self.layout.scale_bytes(self.cols / GROUP);
             let sm = self.sm_offset();
             let mut data = self.data[r0 * qw..r1 * qw].to_vec();
-            data.extend_from_slice(&self.data[sm + r0 * g..sm + r1 * g]);
+            let scales: &[u8] = bytemuck::cast_slice(&self.data[sm..]);
+            let mut bytes = scales[r0 * sb..r1 * sb].to_vec();
+            bytes.resize(bytes.len().div_ceil(4) * 4, 0);
+            data.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            );
             return Q4Matrix {
                 rows: r1 - r0,
                 cols: self.cols,

@@ -10,7 +10,8 @@ pub fn q4_weight(w: &Q4Matrix, n: usize, k: usize) -> f64 {
 }
 
 /// `(s, m)` of weight `k` of row `n` in f64 (`w = s·q − m`): LQ4's `d·sc`, `dmin·mn`, the
-/// f16 pair of an `lq4h` or `q8_0` group, or `q6_k`'s `d·sc` of the weight's half.
+/// f16 pair of an `lq4h` or `q8_0` group, `lq4k`'s `(d·sc, dmin·mn)`, or `q6_k`'s `d·sc` of
+/// the weight's half.
 fn weight_scales(w: &Q4Matrix, n: usize, k: usize) -> (f64, f64) {
     match w.layout {
         BlockLayout::Lq4 => {
@@ -18,7 +19,7 @@ fn weight_scales(w: &Q4Matrix, n: usize, k: usize) -> (f64, f64) {
             let (sc, mn) = w.sub(n, k / 32);
             (d as f64 * sc as f64, dmin as f64 * mn as f64)
         }
-        BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 => {
+        BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 | BlockLayout::Lq4k => {
             let (s, m) = w.weight_scales(n, k);
             (s as f64, m as f64)
         }
@@ -38,12 +39,12 @@ pub fn q4_matmul(x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
     out
 }
 
-/// `x` as the CPU's 8-bit activation blocks round it: per block of 32, `d = max|x| / 127` and
-/// `q = round(x · (1/d))` in f32, ties to even (the definition in `lorekeeper_engine::cpu::q8`),
-/// value `d·q`.
-pub fn q8_round(x: &[f32]) -> Vec<f64> {
+/// `x` (rows of `cols`) as the CPU's 8-bit activation blocks round it: per `span` blocks of 32
+/// of a row (fewer at its end), `d = max|x| / 127` and `q = round(x · (1/d))` in f32, ties to
+/// even (the definition in `lorekeeper_engine::cpu::q8`), value `d·q`.
+pub fn q8_round(x: &[f32], cols: usize, span: usize) -> Vec<f64> {
     let mut out = Vec::with_capacity(x.len());
-    for block in x.chunks(32) {
+    for block in x.chunks(cols).flat_map(|row| row.chunks(32 * span)) {
         let amax = block.iter().fold(0f32, |a, v| a.max(v.abs()));
         let d = amax / 127.0;
         let id = if d > 0.0 { 1.0 / d } else { 0.0 };
@@ -58,8 +59,8 @@ pub fn q8_round(x: &[f32]) -> Vec<f64> {
 
 /// `out[m][n] = sum_k W[n][k] x[m][k]` as a backend with 8-bit activation blocks computes it:
 /// the exact weights against the rounded activations ([`q8_round`]).
-pub fn q4_matmul_q8(x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
-    let xr = q8_round(&x[..m * w.cols]);
+pub fn q4_matmul_q8(x: &[f32], w: &Q4Matrix, m: usize, span: usize) -> Vec<f64> {
+    let xr = q8_round(&x[..m * w.cols], w.cols, span);
     let mut out = vec![0f64; m * w.rows];
     for mi in 0..m {
         for n in 0..w.rows {

@@ -56,11 +56,12 @@ fn e<T: std::fmt::Display>(op: &str) -> impl Fn(T) -> String + '_ {
 }
 
 /// Every block layout the matmul and embedding kernels read.
-const LAYOUTS: [BlockLayout; 4] = [
+const LAYOUTS: [BlockLayout; 5] = [
     BlockLayout::Lq4,
     BlockLayout::Lq4h,
     BlockLayout::Q8,
     BlockLayout::Q6,
+    BlockLayout::Lq4k,
 ];
 
 /// A random LQ4 matrix `[n, k]` and its source weights.
@@ -112,19 +113,40 @@ pub fn random_q4_as(rng: &mut Pcg32, scales: BlockLayout, n: usize, k: usize) ->
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
             Q4Matrix::from_bytes("random", layout, n, k, &bytes)
         }
+        BlockLayout::Lq4k => {
+            // Random codes; per row and super-block of 8 groups (fewer at the row's end) an
+            // f16 `d`, `dmin` > 0, then random 6-bit `(sc, mn)` per group.
+            let layout = BlockLayout::Lq4k;
+            let groups = k / 32;
+            let mut bytes: Vec<u8> = (0..n * k / 2).map(|_| rng.next_u32() as u8).collect();
+            for _ in 0..n {
+                for g0 in (0..groups).step_by(8) {
+                    let v = rng.normal_vec(2, 1.0);
+                    let d = half::f16::from_f32(0.0002 + 0.001 * v[0].abs());
+                    let dmin = half::f16::from_f32(0.001 + 0.005 * v[1].abs());
+                    bytes.extend_from_slice(&d.to_bits().to_le_bytes());
+                    bytes.extend_from_slice(&dmin.to_bits().to_le_bytes());
+                    for _ in g0..(g0 + 8).min(groups) {
+                        let r = rng.next_u32();
+                        bytes.extend_from_slice(&[(r & 63) as u8, ((r >> 8) & 63) as u8]);
+                    }
+                }
+            }
+            bytes.resize(bytes.len().div_ceil(4) * 4, 0);
+            Q4Matrix::from_bytes("random", layout, n, k, &bytes)
+        }
     };
     // Shapes here are valid by construction; a failure is a bug in the quantizer.
     m.unwrap_or_else(|err| panic!("quantize: {err}"))
 }
 
 /// The oracle of a 4-bit matmul of `m` rows on `b`: f32 activations, or the 8-bit blocks the
-/// backend rounds them to ([`Backend::q4_rounds_activations`]).
+/// backend rounds them to ([`Backend::q4_activation_rounding`]).
 fn q4_oracle<B: Backend>(b: &B, x: &[f32], w: &Q4Matrix, m: usize) -> Vec<f64> {
     let w = &*as_run(b, w);
-    if b.q4_rounds_activations(m) {
-        oracle::q4_matmul_q8(x, w, m)
-    } else {
-        oracle::q4_matmul(x, w, m)
+    match b.q4_activation_rounding(w.layout, m) {
+        Some(span) => oracle::q4_matmul_q8(x, w, m, span),
+        None => oracle::q4_matmul(x, w, m),
     }
 }
 
@@ -320,7 +342,7 @@ pub fn cpu_rows(seed: u64) -> Check {
         }
     }
     Ok(format!(
-        "{op} {}: groups 1–9, 18–19 on LQ4, lq4h, q8_0, q6_k: max abs err {worst:.2e} within {}",
+        "{op} {}: groups 1–9, 18–19 on LQ4, lq4h, q8_0, q6_k, lq4k: max abs err {worst:.2e} within {}",
         isa.name(),
         bounds::Q4_MATMUL
     ))

@@ -97,8 +97,16 @@ impl Backend for CpuBackend {
         )
     }
 
-    fn q4_rounds_activations(&self, m: usize) -> bool {
-        matmul::integer_products(m)
+    fn q4_activation_rounding(&self, layout: BlockLayout, m: usize) -> Option<usize> {
+        if !matmul::integer_products(m) {
+            return None;
+        }
+        let shared = super::gemv::shares_activation_scales(self.runs_layout(layout), m);
+        Some(if shared {
+            crate::cpu::q8::SUPER_BLOCKS
+        } else {
+            1
+        })
     }
 
     /// 256: where prefill takes the SGEMM (no 4-bit tiles for the instruction set) it
@@ -136,10 +144,12 @@ impl Backend for CpuBackend {
         Ok(Arc::new(m.clone()))
     }
 
-    /// `q6_k` runs as it is where the instruction set has its kernels, else as `q8_0`.
+    /// `q6_k` and `lq4k` run as they are where the instruction set has their kernels, else
+    /// as `q8_0` and `lq4h`.
     fn runs_layout(&self, layout: BlockLayout) -> BlockLayout {
         match layout {
-            BlockLayout::Q6 if !simd::Isa::best().runs_q6() => BlockLayout::Q8,
+            BlockLayout::Q6 if !simd::Isa::best().runs_kquants() => BlockLayout::Q8,
+            BlockLayout::Lq4k if !simd::Isa::best().runs_kquants() => BlockLayout::Lq4h,
             other => other,
         }
     }

@@ -8,8 +8,9 @@
 
 use super::math::OutPtr;
 use super::q8::Q8Rows;
+use super::simd::tiles::TILE_MIN_ROWS;
 use super::simd::{row_quantizer, rows_dot, Isa, RowBlock};
-use crate::quant::{Q4Matrix, GROUP};
+use crate::quant::{BlockLayout, Q4Matrix, GROUP};
 
 /// Rows per task at least (a task's fixed cost is a few hundred nanoseconds).
 const MIN_ROWS_PER_TASK: usize = 16;
@@ -102,9 +103,9 @@ pub fn q4_gemv_q8_glu(
         "q4_gemv_q8_glu: shapes were not checked"
     );
     let xg = quantized(x, w_gate, m);
-    // The activations' order depends only on whether the rows are `q8_0`.
-    let xu_own = (w_up.layout.natural_order() != w_gate.layout.natural_order())
-        .then(|| quantized(x, w_up, m));
+    // The activations' form depends only on the layouts' (`activation_form`).
+    let xu_own =
+        (activation_form(w_up, m) != activation_form(w_gate, m)).then(|| quantized(x, w_up, m));
     let (xg, xu) = (&xg, xu_own.as_ref().unwrap_or(&xg));
     let (bg, bu) = (RowBlock::of(w_gate), RowBlock::of(w_up));
     let isa = Isa::best();
@@ -152,24 +153,21 @@ pub fn q4_gemv_q8_many(x: &[f32], parts: &mut [(&Q4Matrix, &mut [f32])], m: usiz
                 && w.data.len() == w.layout.words(w.rows, k)),
         "q4_gemv_q8_many: shapes were not checked"
     );
-    // The activations in each order a matrix needs, rounded once.
-    let natural = |w: &Q4Matrix| w.layout.natural_order();
-    let order = |want: bool| {
-        parts
-            .iter()
-            .find(|(w, _)| natural(w) == want)
-            .map(|(w, _)| *w)
-    };
-    let (xp, xn) = (
-        order(false).map(|w| quantized(x, w, m)),
-        order(true).map(|w| quantized(x, w, m)),
-    );
+    // The activations in each form a matrix needs, rounded once.
+    let mut forms: Vec<((bool, bool), Q8Rows)> = Vec::new();
+    for (w, _) in parts.iter() {
+        let form = activation_form(w, m);
+        if !forms.iter().any(|(f, _)| *f == form) {
+            forms.push((form, quantized(x, w, m)));
+        }
+    }
     // Each matrix's first row in the rows end to end, its output and its activations.
     let mut first = 0;
     let jobs: Vec<(usize, &Q4Matrix, OutPtr, &Q8Rows)> = parts
         .iter_mut()
         .filter_map(|(w, out)| {
-            let xq = if natural(w) { xn.as_ref() } else { xp.as_ref() }?;
+            let form = activation_form(w, m);
+            let xq = forms.iter().find(|(f, _)| *f == form).map(|(_, xq)| xq)?;
             let job = (first, &**w, OutPtr(out.as_mut_ptr()), xq);
             first += w.rows;
             Some(job)
@@ -205,10 +203,31 @@ pub fn q4_gemv_q8_many(x: &[f32], parts: &mut [(&Q4Matrix, &mut [f32])], m: usiz
     super::pool::for_ranges(total, MIN_ROWS_PER_TASK, run);
 }
 
+/// True where `m` activation rows for rows of `layout` are rounded with one scale per
+/// super-block of 256 ([`Q8Rows::quantize_shared`]): `lq4k` in decode (fewer rows than the
+/// tiles take), whose kernel then applies the sub-scales in integers. Prefill's tiles convert
+/// per group anyway and keep a scale per 32.
+pub fn shares_activation_scales(layout: BlockLayout, m: usize) -> bool {
+    layout == BlockLayout::Lq4k && m < TILE_MIN_ROWS
+}
+
+/// How `x` is rounded for `w` at `m` rows: `(natural order, scales shared per super-block)`.
+fn activation_form(w: &Q4Matrix, m: usize) -> (bool, bool) {
+    (
+        w.layout.natural_order(),
+        shares_activation_scales(w.layout, m),
+    )
+}
+
 /// `x`'s `m` rows rounded to 8-bit blocks in the order `w`'s rows are stored in (natural for
-/// `q8_0` and `q6_k`, paired for the 4-bit layouts).
+/// `q8_0` and `q6_k`, paired for the 4-bit layouts), with scales shared per super-block where
+/// [`shares_activation_scales`].
 fn quantized(x: &[f32], w: &Q4Matrix, m: usize) -> Q8Rows {
     let mut xq = Q8Rows::default();
+    if shares_activation_scales(w.layout, m) {
+        xq.quantize_shared(x, m, w.cols);
+        return xq;
+    }
     let natural = w.layout.natural_order();
     xq.quantize_with(x, m, w.cols, natural, row_quantizer(Isa::best()));
     xq
@@ -217,7 +236,7 @@ fn quantized(x: &[f32], w: &Q4Matrix, m: usize) -> Q8Rows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::simd::tests::{random_q4_1, random_q6, random_q8_0};
+    use crate::cpu::simd::tests::{random_lq4k, random_q4_1, random_q6, random_q8_0};
     use crate::rng::Pcg32;
 
     /// The fused epilogues give the plain ops' values bit for bit (the GEMV into a buffer,
@@ -238,6 +257,10 @@ mod tests {
                 random_q4_1(&mut rng, rows, k),
             ),
             (random_q4_1(&mut rng, rows, k), random_q6(&mut rng, rows, k)),
+            (
+                random_lq4k(&mut rng, rows, k),
+                random_q8_0(&mut rng, rows, k),
+            ),
         ];
         for (wg, wu) in &pairs {
             for m in [1usize, 3] {
@@ -282,6 +305,7 @@ mod tests {
             random_q4_1(&mut rng, 29, k),
             random_q8_0(&mut rng, 1, k),
             random_q6(&mut rng, 11, k),
+            random_lq4k(&mut rng, 7, k),
         ];
         for m in [1usize, 5] {
             let x = rng.normal_vec(m * k, 1.0);

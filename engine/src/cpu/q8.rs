@@ -19,6 +19,14 @@
 //! kernel shuffles: blocks go in pairs `(2p, 2p + 1)` and a pair's 64 codes are stored as
 //! `[even of 2p | even of 2p+1 | odd of 2p | odd of 2p+1]` (16 codes each); an unpaired last
 //! block is stored `[even | odd]`. [`Q8Rows::code`] reads element `i` back in natural order.
+//!
+//! # Scales shared by a super-block
+//! [`Q8Rows::quantize_shared`] gives the 8 blocks of each 256 activations (fewer at a row's
+//! end) one scale, `max|x| / 127` over the 256: llama.cpp's `block_q8_K`, which its Q4_K dot
+//! products read. The blocks keep their own sums `d·Σq`. An `lq4k` row then applies its 6-bit
+//! sub-scales to the integer products and converts to float once per 256 weights
+//! ([`super::simd`]); every kernel reads such rows correctly, as the scales are still stored
+//! per block ([`Q8Row::shared`] only says they are equal).
 
 use crate::quant::{BlockLayout, GROUP};
 
@@ -38,6 +46,8 @@ pub struct Q8Rows {
     /// Codes in natural order (block `b`'s element `i` at `32b + i`), for the 8-bit weights'
     /// dot products, instead of the paired order the 4-bit ones read.
     pub natural: bool,
+    /// The blocks of each super-block of 8 share one scale ([`Self::quantize_shared`]).
+    pub shared: bool,
 }
 
 /// Rounds `|r| <= 2²²` to the nearest integer, ties to even, without a libm call: adding and
@@ -67,6 +77,13 @@ impl Q8Rows {
         self.quantize_with(x, m, k, false, quantize_row);
     }
 
+    /// As [`Self::quantize`], each super-block of 8 blocks (256 activations; fewer at a row's
+    /// end) under one scale (see the module documentation; for `lq4k` weights in decode).
+    pub fn quantize_shared(&mut self, x: &[f32], m: usize, k: usize) {
+        self.quantize_with(x, m, k, false, quantize_row_shared);
+        self.shared = true;
+    }
+
     /// As [`Self::quantize`], the codes in natural order (for `q8_0` weights).
     pub fn quantize_natural(&mut self, x: &[f32], m: usize, k: usize) {
         self.quantize_with(x, m, k, true, quantize_row);
@@ -87,6 +104,7 @@ impl Q8Rows {
         self.k = k;
         self.m = m;
         self.natural = natural;
+        self.shared = false;
         self.qs.clear();
         self.qs.resize(m * k, 0);
         self.d.clear();
@@ -136,6 +154,7 @@ impl Q8Rows {
             qs: &self.qs[mi * self.k..(mi + 1) * self.k],
             d: &self.d[mi * blocks..(mi + 1) * blocks],
             sum: &self.sum[mi * blocks..(mi + 1) * blocks],
+            shared: self.shared,
         }
     }
 }
@@ -157,10 +176,38 @@ pub type RowQuantizer = fn(&[f32], bool, &mut [i8], &mut [f32], &mut [f32]);
 /// `natural`), block scales and block sums (`k / 32` each); see the module documentation.
 /// The portable form, the reference of the SIMD ones, which give the same bits.
 pub fn quantize_row(row: &[f32], natural: bool, qs: &mut [i8], d: &mut [f32], sum: &mut [f32]) {
+    quantize_row_span(row, natural, 1, qs, d, sum);
+}
+
+/// As [`quantize_row`] (paired order where `!natural`), the blocks of each super-block of 8
+/// (fewer at the row's end) under one scale: [`Q8Rows::quantize_shared`]'s row form.
+pub fn quantize_row_shared(
+    row: &[f32],
+    natural: bool,
+    qs: &mut [i8],
+    d: &mut [f32],
+    sum: &mut [f32],
+) {
+    quantize_row_span(row, natural, SUPER_BLOCKS, qs, d, sum);
+}
+
+/// Blocks per super-block of [`Q8Rows::quantize_shared`] (256 activations).
+pub const SUPER_BLOCKS: usize = 8;
+
+/// [`quantize_row`] with each `span` consecutive blocks (fewer at the row's end) under the
+/// scale of their largest magnitude.
+fn quantize_row_span(
+    row: &[f32],
+    natural: bool,
+    span: usize,
+    qs: &mut [i8],
+    d: &mut [f32],
+    sum: &mut [f32],
+) {
     let blocks = row.len() / GROUP;
-    for (b, xb) in row.chunks_exact(GROUP).enumerate() {
+    for (s, xs) in row.chunks(span * GROUP).enumerate() {
         let mut lanes = [0f32; 8];
-        for c in xb.chunks_exact(8) {
+        for c in xs.chunks_exact(8) {
             for (l, &v) in lanes.iter_mut().zip(c) {
                 let a = v.abs();
                 *l = if a > *l { a } else { *l };
@@ -169,24 +216,27 @@ pub fn quantize_row(row: &[f32], natural: bool, qs: &mut [i8], d: &mut [f32], su
         let amax = lanes.iter().fold(0f32, |a, &v| if v > a { v } else { a });
         let db = amax / 127.0;
         let id = if db > 0.0 { 1.0 / db } else { 0.0 };
-        let mut q = [0i8; GROUP];
-        for (q, &v) in q.iter_mut().zip(xb) {
-            *q = round_ties_even(v * id) as i32 as i8;
-        }
-        if natural {
-            qs[b * GROUP..(b + 1) * GROUP].copy_from_slice(&q);
-        } else {
-            // Where the block's even and odd elements go (see `position`).
-            let (even, odd) = (position(b, blocks, 0), position(b, blocks, 1));
-            for h in 0..GROUP / 2 {
-                qs[even + h] = q[2 * h];
-                qs[odd + h] = q[2 * h + 1];
+        for (j, xb) in xs.chunks_exact(GROUP).enumerate() {
+            let b = s * span + j;
+            let mut q = [0i8; GROUP];
+            for (q, &v) in q.iter_mut().zip(xb) {
+                *q = round_ties_even(v * id) as i32 as i8;
             }
+            if natural {
+                qs[b * GROUP..(b + 1) * GROUP].copy_from_slice(&q);
+            } else {
+                // Where the block's even and odd elements go (see `position`).
+                let (even, odd) = (position(b, blocks, 0), position(b, blocks, 1));
+                for h in 0..GROUP / 2 {
+                    qs[even + h] = q[2 * h];
+                    qs[odd + h] = q[2 * h + 1];
+                }
+            }
+            let qsum: i32 = q.iter().map(|&c| c as i32).sum();
+            d[b] = db;
+            // Exact integer sum, one rounding (see the module documentation).
+            sum[b] = db * qsum as f32;
         }
-        let qsum: i32 = q.iter().map(|&c| c as i32).sum();
-        d[b] = db;
-        // Exact integer sum, one rounding (see the module documentation).
-        sum[b] = db * qsum as f32;
     }
 }
 
@@ -199,6 +249,9 @@ pub struct Q8Row<'a> {
     pub d: &'a [f32],
     /// `k / 32` sums of the rounded blocks, `d·Σq`.
     pub sum: &'a [f32],
+    /// The scales are equal over each super-block of 8 blocks from the row's first
+    /// ([`Q8Rows::quantize_shared`]), so `d[8s]` serves super-block `s`.
+    pub shared: bool,
 }
 
 /// One LQ4 row as bytes.
@@ -254,6 +307,44 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Shared scales: one `max|x| / 127` per 256 activations of a row (fewer at its end), the
+    /// codes within half a step of it, each block's own sum, and the row flagged.
+    #[test]
+    fn shared_scales_span_super_blocks() {
+        for blocks in [1usize, 7, 8, 9, 19] {
+            let k = blocks * GROUP;
+            let x: Vec<f32> = (0..2 * k)
+                .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / (97.0 + (i / 256) as f32))
+                .collect();
+            let mut q = Q8Rows::default();
+            q.quantize_shared(&x, 2, k);
+            for mi in 0..2 {
+                assert!(q.row(mi).shared);
+                let row = &x[mi * k..(mi + 1) * k];
+                for (s, xs) in row.chunks(SUPER_BLOCKS * GROUP).enumerate() {
+                    let amax = xs.iter().fold(0f32, |a, v| a.max(v.abs()));
+                    for j in 0..xs.len() / GROUP {
+                        let b = s * SUPER_BLOCKS + j;
+                        let d = q.d[mi * blocks + b];
+                        assert_eq!(d, amax / 127.0, "blocks {blocks} row {mi} block {b}");
+                        let qsum: i32 = (0..GROUP).map(|i| q.code(mi, b * GROUP + i) as i32).sum();
+                        assert_eq!(q.sum[mi * blocks + b], d * qsum as f32);
+                        for i in 0..GROUP {
+                            let (c, v) = (q.code(mi, b * GROUP + i) as f32, row[b * GROUP + i]);
+                            assert!(
+                                (c * d - v).abs() <= 0.5 * d * (1.0 + 1e-5),
+                                "{v} -> {c}·{d}"
+                            );
+                        }
+                    }
+                }
+            }
+            // A later plain quantization clears the flag.
+            q.quantize(&x, 2, k);
+            assert!(!q.row(0).shared);
         }
     }
 

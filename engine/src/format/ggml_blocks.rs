@@ -110,26 +110,41 @@ impl Q4Matrix {
 
     /// A GGUF `Q4_K` tensor `[rows, cols]` (super-blocks of 256 weights in 144 bytes: f16 `d`,
     /// f16 `dmin`, 12 bytes holding eight 6-bit `(sc, m)` pairs, 128 bytes of codes; group `j`
-    /// of 32 is `w = d·sc_j·q − dmin·m_j`) as an `lq4h` matrix: the codes as they are, each
-    /// group's `(s, m) = (d·sc_j, dmin·m_j)` rounded to f16. The products need up to 17
-    /// significant bits and f16 holds 11, so a weight moves by at most `2⁻¹¹·|w|` (the 4-bit
-    /// step itself is `d·sc_j`, about 16 times the weight's size); llama.cpp's own kernels
-    /// round the activations they multiply to 8 bits. 5.0 bits per weight where the file
-    /// spends 4.5.
+    /// of 32 is `w = d·sc_j·q − dmin·m_j`) as an `lq4k` matrix with the same values: the codes
+    /// in the 4-bit layouts' order, each super-block's `(d, dmin)` and its eight `(sc, m)`
+    /// unpacked to bytes. 4.625 bits per weight where the file spends 4.5.
     pub fn from_ggml_q4_k(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
-        let layout = BlockLayout::Lq4h;
-        Self::from_ggml_kquant(name, rows, cols, data, 144, layout, |b, words, codes| {
-            let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
-            let (scales, qs) = (&b[4..16], &b[16..144]);
+        let blocks = Self::ggml_block_count(name, rows, cols, data.len(), (256, 144))?;
+        let layout = BlockLayout::Lq4k;
+        let sm = layout.sm_offset(rows, cols);
+        let mut out = vec![0u32; sm];
+        let mut scales = Vec::with_capacity(20 * blocks);
+        for (i, b) in data.chunks_exact(144).enumerate().take(blocks) {
+            scales.extend_from_slice(&b[..4]);
             for j in 0..8 {
-                words[j] = kquant_group_word(d, dmin, kquant_scale_min(scales, j))?;
+                let (sc, m) = kquant_scale_min(&b[4..16], j);
+                scales.extend_from_slice(&[sc, m]);
                 // Group 2c holds the low nibbles of qs[32c..32c + 32], group 2c + 1 the high.
-                let q = &qs[32 * (j / 2)..32 * (j / 2) + 32];
-                for (c, &q) in codes[j].iter_mut().zip(q) {
-                    *c = (q >> (4 * (j % 2))) & 0xF;
+                let q = &b[16 + 32 * (j / 2)..16 + 32 * (j / 2) + 32];
+                let g = 8 * i + j;
+                for (w, c) in q.chunks_exact(8).enumerate() {
+                    out[4 * g + w] = c.iter().enumerate().fold(0, |acc, (t, &q)| {
+                        acc | (((q >> (4 * (j % 2))) & 0xF) as u32) << (4 * t)
+                    });
                 }
             }
-            Ok(())
+        }
+        scales.resize(scales.len().div_ceil(4) * 4, 0);
+        out.extend(
+            scales
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
+        Ok(Q4Matrix {
+            rows,
+            cols,
+            data: out,
+            layout,
         })
     }
 
@@ -139,8 +154,7 @@ impl Q4Matrix {
     /// the 5-bit codes as they are, `(s, m) = (d·sc_j, dmin·m_j)` rounded to f16 (at most
     /// `2⁻¹¹` relative, as for Q4_K). 9 bits per weight where the file spends 5.5.
     pub fn from_ggml_q5_k(name: &str, rows: usize, cols: usize, data: &[u8]) -> Result<Q4Matrix> {
-        let layout = BlockLayout::Q8;
-        Self::from_ggml_kquant(name, rows, cols, data, 176, layout, |b, words, codes| {
+        Self::from_ggml_kquant(name, rows, cols, data, 176, |b, words, codes| {
             let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
             for j in 0..8 {
                 words[j] = kquant_group_word(d, dmin, kquant_scale_min(&b[4..16], j))?;
@@ -191,7 +205,39 @@ impl Q4Matrix {
     pub fn to_portable(&self, name: &str) -> Result<std::borrow::Cow<'_, Q4Matrix>> {
         Ok(match self.layout {
             BlockLayout::Q6 => std::borrow::Cow::Owned(self.q6_to_q8_0(name)?),
+            BlockLayout::Lq4k => std::borrow::Cow::Owned(self.lq4k_to_lq4h(name)?),
             _ => std::borrow::Cow::Borrowed(self),
+        })
+    }
+
+    /// An `lq4k` matrix as `lq4h`: the codes as they are, each group's `(s, m) = (d·sc,
+    /// dmin·mn)` rounded to f16. The products need up to 17 significant bits and f16 holds 11,
+    /// so a weight moves by at most `2⁻¹¹·|w|` (the 4-bit step itself is `d·sc`, about 16
+    /// times the weight's size). 5.0 bits per weight; what the GPU, the instruction sets
+    /// without an `lq4k` kernel and the bundles receive. Errors name `name`, the row and group.
+    pub fn lq4k_to_lq4h(&self, name: &str) -> Result<Q4Matrix> {
+        let layout = BlockLayout::Lq4h;
+        let groups = self.cols / GROUP;
+        let (sm, out_sm) = (self.sm_offset(), layout.sm_offset(self.rows, self.cols));
+        let mut out = vec![0u32; layout.words(self.rows, self.cols)];
+        out[..out_sm].copy_from_slice(&self.data[..sm]);
+        let scales: &[u8] = bytemuck::cast_slice(&self.data[sm..]);
+        let sb = self.layout.scale_bytes(groups);
+        for n in 0..self.rows {
+            for g in 0..groups {
+                let (d, dmin, sc, mn) = crate::quant::lq4k_scales(&scales[n * sb..], g);
+                out[out_sm + n * groups + g] =
+                    kquant_group_word(d, dmin, (sc, mn)).map_err(|e| EngineError::Quantize {
+                        tensor: name.into(),
+                        detail: format!("row {n}, group {g}: {e}"),
+                    })?;
+            }
+        }
+        Ok(Q4Matrix {
+            rows: self.rows,
+            cols: self.cols,
+            data: out,
+            layout,
         })
     }
 
@@ -265,20 +311,20 @@ impl Q4Matrix {
         })
     }
 
-    /// Shared body of the k-quant importers: checks the length, then `superblock(bytes, words,
-    /// codes)` gives each super-block's eight groups as their `(s, m)` words and their 32 codes
-    /// (one byte per weight: a nibble for `lq4h`, a signed byte for `q8_0`), packed here into
-    /// `layout`. Its errors are named with the row and super-block.
+    /// Shared body of the 8-bit k-quant importers (Q5_K): checks the length, then
+    /// `superblock(bytes, words, codes)` gives each super-block's eight groups as their `(s, m)`
+    /// words and their 32 codes (a signed byte per weight), packed here as `q8_0`. Its errors
+    /// are named with the row and super-block.
     fn from_ggml_kquant(
         name: &str,
         rows: usize,
         cols: usize,
         data: &[u8],
         block_bytes: usize,
-        layout: BlockLayout,
         superblock: impl Fn(&[u8], &mut [u32; 8], &mut [[u8; 32]; 8]) -> std::result::Result<(), String>,
     ) -> Result<Q4Matrix> {
         let blocks = Self::ggml_block_count(name, rows, cols, data.len(), (256, block_bytes))?;
+        let layout = BlockLayout::Q8;
         let sm = layout.sm_offset(rows, cols);
         let mut out = vec![0u32; layout.words(rows, cols)];
         let per_row = cols / 256;
@@ -291,17 +337,8 @@ impl Q4Matrix {
             for (j, (&word, c)) in words.iter().zip(&codes).enumerate() {
                 let g = 8 * i + j;
                 out[sm + g] = word;
-                if layout == BlockLayout::Q8 {
-                    for (w, c) in c.chunks_exact(4).enumerate() {
-                        out[8 * g + w] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                    }
-                } else {
-                    for (w, c) in c.chunks_exact(8).enumerate() {
-                        out[4 * g + w] = c
-                            .iter()
-                            .enumerate()
-                            .fold(0, |acc, (t, &q)| acc | ((q & 0xF) as u32) << (4 * t));
-                    }
+                for (w, c) in c.chunks_exact(4).enumerate() {
+                    out[8 * g + w] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 }
             }
         }
@@ -587,14 +624,11 @@ mod tests {
         // s and m); scales that are powers of two times an f16 are exact, so the values (the
         // codes and their order) are equal.
         type Import = fn(&str, usize, usize, &[u8]) -> crate::error::Result<Q4Matrix>;
+        // Q4_K as the GPU and the bundles receive it (`lq4k` → `lq4h`); as `lq4k`, exact below.
+        let q4k_as_lq4h: Import =
+            |name, r, c, raw| Q4Matrix::from_ggml_q4_k(name, r, c, raw)?.lq4k_to_lq4h(name);
         let kinds: [(GgmlType, usize, f32, BlockLayout, Import); 2] = [
-            (
-                GgmlType::Q4K,
-                144,
-                15.0,
-                BlockLayout::Lq4h,
-                Q4Matrix::from_ggml_q4_k,
-            ),
+            (GgmlType::Q4K, 144, 15.0, BlockLayout::Lq4h, q4k_as_lq4h),
             (
                 GgmlType::Q5K,
                 176,
@@ -627,6 +661,16 @@ mod tests {
             dequantize_into(ty, &raw, &mut want);
             assert!(m.dequantize() == want, "{ty:?} with exact scales differs");
         }
+
+        // Q4_K as `lq4k`: the GGUF's values exactly, 4.625 bits per weight; row blocks too.
+        let raw = kquant_blocks(&mut rng, n * k / 256, 144, &[0, 2], 0.002);
+        let m = Q4Matrix::from_ggml_q4_k("blk.5.ffn_up", n, k, &raw).expect("q4_k");
+        m.validate("blk.5.ffn_up").expect("valid");
+        assert_eq!(m.layout, BlockLayout::Lq4k);
+        assert!((m.bits_per_weight() - 4.625).abs() < 1e-9);
+        dequantize_into(GgmlType::Q4K, &raw, &mut want);
+        assert!(m.dequantize() == want, "lq4k differs from the GGUF values");
+        assert_eq!(m.row_block(1, 3).dequantize(), want[k..].to_vec());
 
         // Q6_K: as `q6_k` exactly. As `q8_0` (the GPU's and the bundles'), groups whose two
         // scales share a divisor they are at most 4 times are exact up to f16; every other

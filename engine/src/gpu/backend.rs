@@ -58,7 +58,7 @@ impl Backend for GpuContext {
 
     fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<GpuQ4> {
         m.validate(label)?;
-        // The shaders read `q6_k` as `q8_0`.
+        // The shaders read `q6_k` as `q8_0` and `lq4k` as `lq4h`.
         let m = &*m.to_portable(label)?;
         let buf = self.create_storage(
             label,
@@ -74,8 +74,8 @@ impl Backend for GpuContext {
             rows_off: m.rows_offset(),
             kind: match m.layout {
                 crate::quant::BlockLayout::Lq4 => 0,
-                crate::quant::BlockLayout::Lq4h => 1,
-                // (`q6_k` arrives here as `q8_0`.)
+                // (`lq4k` arrives here as `lq4h`, `q6_k` as `q8_0`.)
+                crate::quant::BlockLayout::Lq4h | crate::quant::BlockLayout::Lq4k => 1,
                 crate::quant::BlockLayout::Q8 | crate::quant::BlockLayout::Q6 => GpuQ4::Q8,
             },
         })

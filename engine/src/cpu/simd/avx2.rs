@@ -42,7 +42,7 @@ pub unsafe fn rows(
     // four activation rows (4-bit rows unpacked once, 8-bit rows' signs taken once).
     if xs.len() >= TILE_MIN_ROWS {
         let vnni = vnni_present();
-        // From eight activation rows the 4-bit and `q6_k` rows with VNNI: eight weight rows
+        // From twelve activation rows the 4-bit and `q6_k` rows with VNNI: eight weight rows
         // interleaved, no horizontal adds (`avx2_il`).
         if vnni && xs.len() >= avx2_il::IL_MIN_ROWS && w.layout != BlockLayout::Q8 {
             // SAFETY: AVX2, FMA, F16C (this function's contract) and VNNI detected.
@@ -86,6 +86,9 @@ pub unsafe fn rows(
             )
         }),
         BlockLayout::Lq4h => each_row(w, rows, xs, out, |c, s, x| unsafe { lq4h_q8(c, s, x) }),
+        BlockLayout::Lq4k => each_row(w, rows, xs, out, |c, s, x| unsafe {
+            super::avx2_q4k::lq4k_q8(c, s, x, scratch)
+        }),
         BlockLayout::Q6 => each_row(w, rows, xs, out, |c, s, x| unsafe {
             (super::avx2_q6::q6_row(c, s, x), 0.0)
         }),
@@ -138,7 +141,7 @@ pub unsafe fn lq4_q8(w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f32, 
 /// # Safety
 /// As [`lq4_q8`]: AVX2 and FMA present, `codes` 16·G bytes, `x.qs` 32·G, `scratch` ≥ G.
 #[target_feature(enable = "avx2,fma")]
-unsafe fn codes_dot(codes: &[u8], x: Q8Row<'_>, scratch: &[f32]) -> f32 {
+pub(super) unsafe fn codes_dot(codes: &[u8], x: Q8Row<'_>, scratch: &[f32]) -> f32 {
     let groups = x.d.len();
     // SAFETY: as in `lq4_q8`: pair p reads codes[32p..32p+32], qs[64p..64p+64] and
     // scratch[2p..2p+2]; the last unpaired group codes[16g..16g+16] and qs[32g..32g+32].

@@ -26,6 +26,8 @@ pub mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx2_il;
 #[cfg(target_arch = "x86_64")]
+pub mod avx2_q4k;
+#[cfg(target_arch = "x86_64")]
 pub mod avx2_q6;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;
@@ -83,10 +85,10 @@ impl Isa {
         matches!(self, Isa::Avx2 | Isa::Simd128)
     }
 
-    /// True where this instruction set has `q6_k` kernels (AVX2, and the scalar reference);
-    /// the CPU backend gives the others a `q6_k` matrix as `q8_0`
-    /// ([`crate::quant::Q4Matrix::to_portable`]), whose kernels they have.
-    pub fn runs_q6(self) -> bool {
+    /// True where this instruction set has `q6_k` and `lq4k` kernels of its own (AVX2, and
+    /// the scalar reference); the CPU backend gives the others such a matrix as `q8_0` /
+    /// `lq4h` ([`crate::quant::Q4Matrix::to_portable`]), whose kernels they have.
+    pub fn runs_kquants(self) -> bool {
         matches!(self, Isa::Scalar | Isa::Avx2)
     }
 
@@ -116,7 +118,7 @@ pub fn row_quantizer(isa: Isa) -> super::q8::RowQuantizer {
 
 /// One matrix's rows as stored ([`crate::quant::Q4Matrix`]'s bytes): every row's codes (16·G
 /// bytes for 4-bit layouts, 24·G for `q6_k`, 32·G for `q8_0`) from `codes[0]`, its per-group scales
-/// (`layout.group_bytes()`·G) from `subs[0]`.
+/// (`layout.scale_bytes(G)`) from `subs[0]`.
 #[derive(Clone, Copy, Debug)]
 pub struct RowBlock<'a> {
     /// The codes of row 0, then row 1, …
@@ -157,7 +159,7 @@ pub fn rows_dot(
     let groups = x.k / GROUP;
     let (cb, sb) = (
         w.layout.code_bits() * 4 * groups,
-        w.layout.group_bytes() * groups,
+        w.layout.scale_bytes(groups),
     );
     // An internal invariant (callers pass one validated matrix and one `Q8Rows`), checked
     // because the SIMD forms read through raw pointers.
@@ -213,7 +215,7 @@ fn each_row(
     let groups = xs.first().map_or(0, |x| x.d.len());
     let (cb, sb) = (
         w.layout.code_bits() * 4 * groups,
-        w.layout.group_bytes() * groups,
+        w.layout.scale_bytes(groups),
     );
     for r in rows {
         let (c, s) = (
@@ -237,12 +239,28 @@ pub fn lq4_q8(isa: Isa, w: Lq4Row<'_>, x: Q8Row<'_>, scratch: &mut [f32]) -> (f3
     // because the SIMD forms read through raw pointers.
     assert!(
         w.codes.len() == 16 * groups
-            && w.subs.len() == w.layout.group_bytes() * groups
+            && w.subs.len() == w.layout.scale_bytes(groups)
             && x.qs.len() == 32 * groups
             && x.sum.len() == groups
             && scratch.len() >= groups,
         "lq4_q8: row slices disagree on the group count {groups}"
     );
+    if w.layout == BlockLayout::Lq4k {
+        #[cfg(target_arch = "x86_64")]
+        if isa == Isa::Avx2 && avx2_present() {
+            // SAFETY: AVX2, FMA and F16C were detected; the lengths are checked above.
+            return unsafe { avx2_q4k::lq4k_q8(w.codes, w.subs, x, scratch) };
+        }
+        let acc_m = lq4k_scales_pass(w.subs, x, scratch);
+        let acc_q = match isa {
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => neon::codes_dot(w.codes, x, scratch),
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Isa::Simd128 => simd128::codes_dot(w.codes, x, scratch),
+            _ => scalar::codes_dot(w.codes, x, scratch),
+        };
+        return (acc_q, acc_m);
+    }
     if w.layout != BlockLayout::Lq4 {
         #[cfg(target_arch = "x86_64")]
         if isa == Isa::Avx2 && avx2_present() {
@@ -335,6 +353,19 @@ fn avx2_present() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
         && std::arch::is_x86_feature_detected!("fma")
         && std::arch::is_x86_feature_detected!("f16c")
+}
+
+/// The per-group pre-pass of `lq4k` rows: `scratch[g] = (d·sc_g)·dx_g` and the returned
+/// `Σ_g (dmin·mn_g)·Σx_g` from the row's scale bytes (the portable form; AVX2 does it beside
+/// the products).
+fn lq4k_scales_pass(subs: &[u8], x: Q8Row<'_>, scratch: &mut [f32]) -> f32 {
+    let mut acc_m = 0f32;
+    for (g, s) in scratch[..x.d.len()].iter_mut().enumerate() {
+        let (d, dmin, sc, mn) = crate::quant::lq4k_scales(subs, g);
+        *s = d * sc as f32 * x.d[g];
+        acc_m += dmin * mn as f32 * x.sum[g];
+    }
+    acc_m
 }
 
 /// The per-group pre-pass of `lq4h` and `q8_0` rows: `scratch[g] = s_g·dx_g` and the

@@ -46,7 +46,21 @@ pub fn rows(
             )
         }),
         BlockLayout::Lq4h => each_row(w, rows, xs, out, lq4h_q8),
-        // The page's backend receives `q6_k` as `q8_0` (`Isa::runs_q6`); the reference serves
+        // The page's backend receives `lq4k` as `lq4h` (`Isa::runs_kquants`); this form serves
+        // the tests.
+        BlockLayout::Lq4k => each_row(w, rows, xs, out, |c, s, x| {
+            super::lq4_q8(
+                super::Isa::Simd128,
+                Lq4Row {
+                    codes: c,
+                    subs: s,
+                    layout: BlockLayout::Lq4k,
+                },
+                x,
+                scratch,
+            )
+        }),
+        // The page's backend receives `q6_k` as `q8_0` (`Isa::runs_kquants`); the reference serves
         // the tests.
         BlockLayout::Q6 => each_row(w, rows, xs, out, |c, s, x| {
             (super::scalar::q6_dot(c, s, x), 0.0)

@@ -61,6 +61,86 @@ pub(crate) fn random_q6(rng: &mut Pcg32, rows: usize, k: usize) -> Q4Matrix {
     m
 }
 
+/// `lq4k` rows as GGUF's Q4_K blocks become (see [`crate::quant`]): random codes, per group
+/// random 6-bit `(sc, mn)`, per 8 groups (or fewer, at the end of a row) positive f16 `(d,
+/// dmin)`.
+pub(crate) fn random_lq4k(rng: &mut Pcg32, rows: usize, k: usize) -> Q4Matrix {
+    let layout = BlockLayout::Lq4k;
+    let groups = k / 32;
+    let sm = layout.sm_offset(rows, k);
+    let mut data: Vec<u32> = (0..sm).map(|_| rng.next_u32()).collect();
+    let mut bytes = Vec::new();
+    for _ in 0..rows {
+        for g0 in (0..groups).step_by(8) {
+            for scale in [0.002f32, 0.01] {
+                let v = half::f16::from_f32(scale * (0.2 + rng.normal_vec(1, 1.0)[0].abs()));
+                bytes.extend_from_slice(&v.to_bits().to_le_bytes());
+            }
+            for _ in g0..(g0 + 8).min(groups) {
+                bytes
+                    .extend_from_slice(&[(rng.next_u32() & 63) as u8, (rng.next_u32() & 63) as u8]);
+            }
+        }
+    }
+    bytes.resize(bytes.len().div_ceil(4) * 4, 0);
+    data.extend(
+        bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+    );
+    let m = Q4Matrix {
+        rows,
+        cols: k,
+        data,
+        layout,
+    };
+    m.validate("lq4k").expect("lq4k");
+    m
+}
+
+/// `lq4k` rows on every ISA against an f64 evaluation of the same codes and scales
+/// ([`Q4Matrix::code`], [`Q4Matrix::group_scales`]), on group counts that are odd, even, below,
+/// at and above a super-block of 8 (so partial super-blocks and a last unpaired group), with
+/// activations scaled per block (prefill's) and per super-block (decode's integer sub-scales).
+#[test]
+fn every_isa_matches_f64_on_lq4k_rows() {
+    let mut rng = Pcg32::new(37);
+    for (groups, shared) in [1usize, 2, 3, 7, 8, 9, 17, 18, 48, 49]
+        .into_iter()
+        .flat_map(|g| [(g, false), (g, true)])
+    {
+        let (rows, k) = (3, 32 * groups);
+        let w = random_lq4k(&mut rng, rows, k);
+        let xf = rng.normal_vec(k, 1.0);
+        let mut xq = Q8Rows::default();
+        if shared {
+            xq.quantize_shared(&xf, 1, k);
+        } else {
+            xq.quantize(&xf, 1, k);
+        }
+        let block = RowBlock::of(&w);
+        let sb = w.layout.scale_bytes(groups);
+        let mut scratch = vec![0f32; groups];
+        for r in 0..rows {
+            let (want, abs) = f64_row(&w, r, &xq);
+            let row = Lq4Row {
+                codes: &block.codes[16 * groups * r..16 * groups * (r + 1)],
+                subs: &block.subs[sb * r..sb * (r + 1)],
+                layout: BlockLayout::Lq4k,
+            };
+            for isa in Isa::available() {
+                let (q, m) = lq4_q8(isa, row, xq.row(0), &mut scratch);
+                let got = q as f64 - m as f64;
+                assert!(
+                    (got - want).abs() <= 1e-5 * abs,
+                    "{} groups {groups} shared {shared} row {r}: {got} vs f64 {want}",
+                    isa.name()
+                );
+            }
+        }
+    }
+}
+
 /// `q6_k` rows on every ISA against an f64 evaluation of the same codes and scales
 /// ([`Q4Matrix::code`], [`Q4Matrix::weight_scales`]), on odd and even group counts.
 #[test]
@@ -153,7 +233,7 @@ fn every_isa_matches_the_scalar_form() {
     }
 }
 
-/// Row `r` of a `lq4h` or `q8_0` matrix times activation row 0 of `xq` in f64, from the
+/// Row `r` of an `lq4h`, `lq4k` or `q8_0` matrix times activation row 0 of `xq` in f64, from the
 /// same integers and scales the kernels read: `(Σ_g t_g, Σ_g |t_g|)` with
 /// `t_g = s_g·dx_g·Σ_i q_i·qx_i − m_g·Σx_g` (`m_g` = 0 for GGUF's Q8_0).
 fn f64_row(w: &Q4Matrix, r: usize, xq: &Q8Rows) -> (f64, f64) {
@@ -204,14 +284,14 @@ fn every_isa_matches_f64_on_half_scale_rows() {
     }
 }
 
-/// [`rows_dot`] on every ISA and layout (LQ4, `lq4h`, `q8_0`, `q6_k`) against the scalar row forms,
-/// two activation rows, a block of rows that starts and ends inside the matrix, on group
+/// [`rows_dot`] on every ISA and layout (LQ4, `lq4h`, `q8_0`, `q6_k`, `lq4k`) against the scalar
+/// row forms, one to 22 activation rows, a block of rows that starts and ends inside the matrix, on group
 /// counts that leave every remainder of the four-group step.
 #[test]
 fn rows_dot_matches_the_row_forms_on_every_isa() {
     let mut rng = Pcg32::new(21);
     // Activation rows 1 (decode), 2, 5 and 9 (AVX2's tiles of four, with a partial one; 4-bit
-    // and 8-bit rows), 9, 17 and 22 (VNNI's interleaved GEMM from 8 rows, with partial tiles);
+    // and 8-bit rows), 17 and 22 (VNNI's interleaved GEMM from 12 rows, with partial tiles);
     // weight rows 2..19 (four sets of four and a single row; two blocks of eight and a
     // partial one).
     for (groups, m) in [
@@ -239,8 +319,9 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
             random_q4_1(&mut rng, rows, k),
             random_q8_0(&mut rng, rows, k),
             with_mins,
-            // Its own generator, so the other matrices' and the activations' draws stay.
+            // Their own generators, so the other matrices' and the activations' draws stay.
             random_q6(&mut Pcg32::new(100 + groups as u64), rows, k),
+            random_lq4k(&mut Pcg32::new(200 + groups as u64), rows, k),
         ];
         let xf = rng.normal_vec(m * k, 1.0);
         for w in &mats {
@@ -253,7 +334,7 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
             let block = RowBlock::of(w);
             let (cb, sb) = (
                 w.layout.code_bits() * 4 * groups,
-                w.layout.group_bytes() * groups,
+                w.layout.scale_bytes(groups),
             );
             let mut scratch = vec![0f32; groups];
             let want: Vec<(f32, f32)> = (0..rows * m)

@@ -78,7 +78,7 @@ pub fn tiles<const WR: usize>(
     let groups = xs[0].d.len();
     let (cb, sb) = (
         w.layout.code_bits() * 4 * groups,
-        w.layout.group_bytes() * groups,
+        w.layout.scale_bytes(groups),
     );
     let xtiles = xs.len().div_ceil(TX);
     let tiles_x: Vec<[Q8Row<'_>; TX]> = (0..xtiles)
@@ -142,9 +142,22 @@ pub fn tiles<const WR: usize>(
 }
 
 /// A row's per-group scales and mins as f32: LQ4's `(sc, mn)` bytes, `lq4h`'s and `q8_0`'s f16
-/// `(s, m)` pairs, `q6_k`'s `(d, 0)` (`subs`: the row's G groups' bytes; `sc`, `mn`: G floats).
+/// `(s, m)` pairs, `q6_k`'s `(d, 0)`, `lq4k`'s `(d·sc, dmin·mn)` (`subs`: the row's scale
+/// bytes; `sc`, `mn`: G floats).
 pub(super) fn row_scales(layout: BlockLayout, subs: &[u8], sc: &mut [f32], mn: &mut [f32]) {
     let half = |i: usize| f16_to_f32(u16::from_le_bytes([subs[i], subs[i + 1]]));
+    if layout == BlockLayout::Lq4k {
+        // Per super-block record (see `crate::quant::lq4k_scales`): `(d, dmin)` converted once
+        // for its (up to) eight groups.
+        for (s, (sc, mn)) in sc.chunks_mut(8).zip(mn.chunks_mut(8)).enumerate() {
+            let (d, dmin) = (half(20 * s), half(20 * s + 2));
+            let pairs = &subs[20 * s + 4..];
+            for (j, (sc, mn)) in sc.iter_mut().zip(mn.iter_mut()).enumerate() {
+                (*sc, *mn) = (d * pairs[2 * j] as f32, dmin * pairs[2 * j + 1] as f32);
+            }
+        }
+        return;
+    }
     for (g, (s, m)) in sc.iter_mut().zip(mn.iter_mut()).enumerate() {
         (*s, *m) = match layout {
             BlockLayout::Lq4 => (subs[2 * g] as f32, subs[2 * g + 1] as f32),
