@@ -141,6 +141,55 @@ fn every_isa_matches_f64_on_lq4k_rows() {
     }
 }
 
+/// Decode's `lq4k` rows through [`rows_dot`] (AVX2: two weight rows a step, a last single
+/// one, prefetching past the block's end) with activations sharing their scales, on every ISA
+/// against the f64 evaluation: whole super-blocks, and group counts that leave a partial one.
+#[test]
+fn lq4k_rows_with_shared_scales_match_f64() {
+    let mut rng = Pcg32::new(41);
+    for groups in [8usize, 16, 9, 24, 17] {
+        let (rows, k) = (9, 32 * groups);
+        let w = random_lq4k(&mut rng, rows, k);
+        let mut xq = Q8Rows::default();
+        xq.quantize_shared(&rng.normal_vec(k, 1.0), 1, k);
+        let mut scratch = vec![0f32; groups];
+        for (isa, block) in Isa::available()
+            .into_iter()
+            .flat_map(|i| [(i, 1..8), (i, 2..9)])
+        {
+            let mut got = vec![f64::NAN; rows];
+            rows_dot(
+                isa,
+                RowBlock::of(&w),
+                block.clone(),
+                &xq,
+                &mut scratch,
+                |r, mi, a, b| {
+                    let (d, dmin) = w.row_scales(r);
+                    assert_eq!(mi, 0);
+                    got[r] = (d * a - dmin * b) as f64;
+                },
+            );
+            for (r, &got) in got.iter().enumerate() {
+                if !block.contains(&r) {
+                    assert!(
+                        got.is_nan(),
+                        "{} row {r} outside {block:?} written",
+                        isa.name()
+                    );
+                    continue;
+                }
+                let (want, abs) = f64_row(&w, r, &xq);
+                assert!(
+                    (got - want).abs() <= 1e-5 * abs,
+                    "{} groups {groups} rows {block:?} row {r}: {got} vs f64 {want}",
+                    isa.name()
+                );
+            }
+        }
+    }
+}
+
 /// `q6_k` rows on every ISA against an f64 evaluation of the same codes and scales
 /// ([`Q4Matrix::code`], [`Q4Matrix::weight_scales`]), on odd and even group counts.
 #[test]
