@@ -179,9 +179,9 @@ unsafe fn repack(src: &[&[u8]; IL_ROWS], q6: bool, groups: usize, out: &mut [u8]
     unsafe {
         let mask = _mm256_set1_epi8(0x0F);
         for g in 0..groups {
-            // Plain loops, not `array::from_fn` closures: a closure is compiled without this
-            // function's target features, and one left out of line (measured: 10 % of a
-            // 16-token prefill) passes every vector through memory.
+            // Plain loops, not `array::from_fn` closures: the compiler left one out of line
+            // (measured: 10 % of a 16-token prefill), a call per row and group with every
+            // vector passed through memory.
             let mut y = [_mm256_setzero_si256(); IL_ROWS];
             for (k, y) in y.iter_mut().enumerate() {
                 *y = if q6 {
