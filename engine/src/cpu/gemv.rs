@@ -136,7 +136,7 @@ pub fn q4_gemv_q8_glu(
 /// `outs[j][mi * rows_j + r] = Σ_k x[mi][k] · W_j[r][k]` for several matrices of one width over
 /// the same activations (a layer's q, k and v projections) in one job: the rows of every
 /// matrix, end to end, spread over the pool as one range, and the activations rounded once per
-/// form a matrix needs ([`activation_form`]: natural order for `q8_0` and `q6_k`, paired for
+/// form a matrix needs (`activation_form`: natural order for `q8_0` and `q6_k`, paired for
 /// 4-bit rows, scales shared per 256 for `lq4k` in decode) instead of once per matrix. The
 /// same values, bit for bit, as one [`q4_gemv_q8`] each. Shapes are checked by the backend
 /// first.
