@@ -313,9 +313,11 @@ pub fn cpu_rows(seed: u64) -> Check {
             let mut scratch = vec![0f32; groups];
             let run = |isa: Isa, scratch: &mut [f32]| {
                 let mut got = vec![f32::NAN; m * n];
-                rows_dot(isa, block, 1..n - 1, &xq, scratch, |r, mi, a, b| {
-                    let (d, dmin) = w.row_scales(r);
-                    got[mi * n + r] = d * a - dmin * b;
+                rows_dot(isa, block, 1..n - 1, &xq, scratch, |r0, mi, a, b| {
+                    for (j, (&a, &b)) in a.iter().zip(b).enumerate() {
+                        let (d, dmin) = w.row_scales(r0 + j);
+                        got[mi * n + r0 + j] = d * a - dmin * b;
+                    }
                 });
                 got
             };

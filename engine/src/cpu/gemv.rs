@@ -39,10 +39,10 @@ pub fn q4_gemv_q8(x: &[f32], w: &Q4Matrix, m: usize, out: &mut [f32], stride: us
         let mut scratch = vec![0f32; groups];
         let p = base;
         rows_dot(isa, block, r0..r1, xq, &mut scratch, |r, mi, a, b| {
-            let (d, dmin) = w.row_scales(r);
-            // SAFETY: mi·stride + off + r < (m−1)·stride + off + rows <= out.len() (asserted
-            // above); tasks own disjoint row ranges, so no element is written twice.
-            unsafe { *p.0.add(mi * stride + off + r) = d * a - dmin * b };
+            // SAFETY: mi·stride + off + r + a.len() <= (m−1)·stride + off + rows <= out.len()
+            // (asserted above); tasks own disjoint row ranges, so no element is written twice.
+            let o = unsafe { p.slice(mi * stride + off + r, a.len()) };
+            finish(w, r, a, b, o, |o, v| *o = v);
         });
     };
     super::pool::for_ranges(rows, MIN_ROWS_PER_TASK, run);
@@ -68,10 +68,10 @@ pub fn q4_gemv_q8_add(x: &[f32], w: &Q4Matrix, m: usize, acc: &mut [f32]) {
         let mut scratch = vec![0f32; k / GROUP];
         let p = base;
         rows_dot(isa, block, r0..r1, xq, &mut scratch, |r, mi, a, b| {
-            let (d, dmin) = w.row_scales(r);
-            // SAFETY: mi·rows + r < m·rows <= acc.len() (asserted above); tasks own disjoint
-            // row ranges.
-            unsafe { *p.0.add(mi * rows + r) += d * a - dmin * b };
+            // SAFETY: mi·rows + r + a.len() <= m·rows <= acc.len() (asserted above); tasks own
+            // disjoint row ranges.
+            let o = unsafe { p.slice(mi * rows + r, a.len()) };
+            finish(w, r, a, b, o, |o, v| *o += v);
         });
     };
     super::pool::for_ranges(rows, MIN_ROWS_PER_TASK, run);
@@ -114,20 +114,21 @@ pub fn q4_gemv_q8_glu(
         let mut scratch = vec![0f32; k / GROUP];
         let (gp, op) = (gp, op);
         rows_dot(isa, bg, r0..r1, xg, &mut scratch, |r, mi, a, b| {
-            let (d, dmin) = w_gate.row_scales(r);
-            // SAFETY: mi·rows + r < m·rows <= gate.len() (asserted above); tasks own disjoint
-            // row ranges.
-            unsafe { *gp.0.add(mi * rows + r) = d * a - dmin * b };
+            // SAFETY: mi·rows + r + a.len() <= m·rows <= gate.len() (asserted above); tasks
+            // own disjoint row ranges.
+            let o = unsafe { gp.slice(mi * rows + r, a.len()) };
+            finish(w_gate, r, a, b, o, |o, v| *o = v);
         });
         rows_dot(isa, bu, r0..r1, xu, &mut scratch, |r, mi, a, b| {
-            let (d, dmin) = w_up.row_scales(r);
             let i = mi * rows + r;
-            // SAFETY: i < m·rows <= gate.len(), out.len(); gate[i] was written by this task
-            // just above.
-            unsafe {
-                let g = *gp.0.add(i);
-                *op.0.add(i) = g / (1.0 + (-g).exp()) * (d * a - dmin * b);
-            }
+            // SAFETY: i + a.len() <= m·rows <= gate.len(), out.len(); gate[i..] was written
+            // by this task just above, and `out` is another buffer.
+            let (g, o) = unsafe { (gp.slice(i, a.len()), op.slice(i, a.len())) };
+            let mut g = g.iter();
+            finish(w_up, r, a, b, o, |o, v| {
+                let g = g.next().copied().unwrap_or(0.0);
+                *o = g / (1.0 + (-g).exp()) * v;
+            });
         });
     };
     super::pool::for_ranges(rows, MIN_ROWS_PER_TASK, run);
@@ -192,16 +193,40 @@ pub fn q4_gemv_q8_many(x: &[f32], parts: &mut [(&Q4Matrix, &mut [f32])], m: usiz
                 xq,
                 &mut scratch,
                 |r, mi, s, t| {
-                    let (d, dmin) = w.row_scales(r);
-                    // SAFETY: mi·rows + r < m·rows <= this output's length (asserted above);
-                    // tasks own disjoint row ranges of every matrix, and the outputs are distinct
-                    // buffers (checked by the backend).
-                    unsafe { *p.0.add(mi * rows + r) = d * s - dmin * t };
+                    // SAFETY: mi·rows + r + s.len() <= m·rows <= this output's length (asserted
+                    // above); tasks own disjoint row ranges of every matrix, and the outputs
+                    // are distinct buffers (checked by the backend).
+                    let o = unsafe { p.slice(mi * rows + r, s.len()) };
+                    finish(w, r, s, t, o, |o, v| *o = v);
                 },
             );
         }
     };
     super::pool::for_ranges(total, MIN_ROWS_PER_TASK, run);
+}
+
+/// `put(o[j], d·a[j] − dmin·b[j])` for a run of weight rows from `r0`, `(d, dmin)` each row's
+/// [`Q4Matrix::row_scales`]: LQ4's per row, 1 for every other layout, whose values are then
+/// the plain differences (the same bits) in a loop the compiler vectorizes.
+#[inline(always)]
+fn finish(
+    w: &Q4Matrix,
+    r0: usize,
+    a: &[f32],
+    b: &[f32],
+    o: &mut [f32],
+    mut put: impl FnMut(&mut f32, f32),
+) {
+    if w.layout == BlockLayout::Lq4 {
+        for (j, ((o, &a), &b)) in o.iter_mut().zip(a).zip(b).enumerate() {
+            let (d, dmin) = w.row_scales(r0 + j);
+            put(o, d * a - dmin * b);
+        }
+    } else {
+        for ((o, &a), &b) in o.iter_mut().zip(a).zip(b) {
+            put(o, a - b);
+        }
+    }
 }
 
 /// True where `m` activation rows for rows of `layout` are rounded with one scale per

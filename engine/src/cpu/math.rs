@@ -80,6 +80,19 @@ pub(crate) struct OutPtr(pub(crate) *mut f32);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
+impl OutPtr {
+    /// The `len` elements from `at` as a slice.
+    ///
+    /// # Safety
+    /// `at + len` elements lie inside the allocation, and no other reference to them is alive
+    /// while the slice is (callers' threads write disjoint elements).
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn slice(&self, at: usize, len: usize) -> &mut [f32] {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(at), len) }
+    }
+}
+
 /// `C = alpha · A Bᵀ` with `matrixmultiply`'s SGEMM: `(m, k, n)` the shape, `A` `[m][k]`,
 /// `B` `[n][k]` and `C` `[m][n]`, each row-major with the given row stride (elements).
 ///

@@ -36,7 +36,7 @@ pub unsafe fn rows(
     rows: std::ops::Range<usize>,
     xs: &[Q8Row<'_>],
     scratch: &mut [f32],
-    out: &mut impl FnMut(usize, usize, f32, f32),
+    out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
 ) {
     // Several activation rows (prefill): tiles that load each weight row's group once for
     // four activation rows (4-bit rows unpacked once, 8-bit rows' signs taken once).

@@ -1,16 +1,17 @@
-//! The 4-bit × 8-bit GEMM of prefill with AVX-512 VNNI on 256-bit registers, eight weight rows
-//! interleaved (llama.cpp's repacked `q4_0_8x8` / `q4_K_8x8` GEMMs): each 4-byte lane of a
-//! `vpdpbusd` is one weight row, so an activation's four bytes are broadcast from memory
-//! (`m32bcst`) into the instruction itself and a group's eight lanes end as the eight rows'
-//! sums, with no horizontal adds ([`super::tiles`]' kernels spend a third of their
-//! instructions gathering lanes).
+//! The 4-bit × 8-bit GEMM of prefill with AVX-512 VNNI on 512-bit registers, sixteen weight
+//! rows interleaved (llama.cpp's repacked `q4_0_8x8` / `q4_K_8x8` GEMMs, twice as wide): each
+//! 4-byte lane of a `vpdpbusd` is one weight row, so an activation's four bytes are broadcast
+//! from memory (`m32bcst`) into the instruction itself and a group's sixteen lanes end as the
+//! sixteen rows' sums, with no horizontal adds ([`super::tiles`]' kernels spend a third of
+//! their instructions gathering lanes).
 //!
 //! Per block of [`IL_ROWS`] weight rows the driver repacks the codes once into a scratch of
-//! `[group][chunk 0..8][row 0..8][4 bytes]` (chunks 0–3: the group's low nibbles, 4–7: its high
-//! nibbles, one code per byte, an 8×8 transpose of 32-bit words) and the rows' scales and
-//! mins into `[group][row]`, then passes that block over up to [`IL_ACT_BYTES`] of activation codes
-//! (kept in L2), [`IT`] at a time. The repack costs about as much as one tile's arithmetic, so
-//! it takes from [`IL_MIN_ROWS`] activation rows on; fewer take [`super::tiles`].
+//! `[group][chunk 0..8][row 0..16][4 bytes]` (chunks 0–3: the group's low nibbles, 4–7: its high
+//! nibbles, one code per byte, two 8×8 transposes of 32-bit words) and the rows' scales and
+//! mins into `[group][row]`, then passes that block over up to [`IL_ACT_BYTES`] of activation
+//! codes (kept in L2), [`IT`] at a time, and hands the sums out per run of rows after the
+//! block's tiles. The repack costs about as much as one tile's arithmetic, so it takes from
+//! [`IL_MIN_ROWS`] activation rows on; fewer take [`super::tiles`].
 //!
 //! `q6_k` rows take the same path: each group unpacked once per block ([`super::avx2_q6`]) and
 //! stored as `q + 32` (0–63, the unsigned operand `vpdpbusd` needs), each half of 16 its own
@@ -21,7 +22,10 @@
 //! The integer products are exact (at most 16·63·127 per half group), so the result differs
 //! from the row forms only in the order of f32 additions. Measured (0.9B Llama shape,
 //! `lorekeeper bench`, alternated with the tiles before it): prefill 1.15–1.46× on Q4_1 and
-//! Q4_K_M files, `q6_k` alone 1.37× (median of five).
+//! Q4_K_M files, `q6_k` alone 1.37× (median of five). The 512-bit form against the 256-bit one
+//! of eight rows (`examples/gemm_bench`, `[5632, 2048]` × 256 rows, two threads): 1.46× on
+//! `lq4k`, 1.53× on `q6_k`; this host's 512-bit `vpdpbusd` does 1.7× the multiply-adds of its
+//! 256-bit one.
 
 use std::arch::x86_64::*;
 
@@ -30,8 +34,11 @@ use super::{f16_to_f32, RowBlock};
 use crate::cpu::q8::Q8Row;
 use crate::quant::BlockLayout;
 
-/// Weight rows interleaved: the lanes of a 256-bit `vpdpbusd`.
-pub(super) const IL_ROWS: usize = 8;
+/// Weight rows interleaved: the lanes of a 512-bit `vpdpbusd`.
+pub(super) const IL_ROWS: usize = 16;
+
+/// Weight rows [`repack`] transposes at a time (the lanes of a 256-bit register).
+const HALF: usize = 8;
 
 /// Activation rows multiplied per kernel call (each repacked group loaded once for them).
 pub(super) const IT: usize = 4;
@@ -50,7 +57,7 @@ const IL_ACT_BYTES: usize = 512 << 10;
 #[cfg(test)]
 const IL_ACT_BYTES: usize = 1 << 9;
 
-/// Bytes of one group's repacked codes (8 chunks × 8 rows × 4 bytes).
+/// Bytes of one group's repacked codes (8 chunks × 16 rows × 4 bytes).
 const GROUP_BYTES: usize = 32 * IL_ROWS;
 
 /// Rows `rows` of a 4-bit matrix (LQ4 or `lq4h`, codes in the LQ4 nibble order, activations in
@@ -67,7 +74,7 @@ pub(super) unsafe fn gemm(
     w: RowBlock<'_>,
     rows: std::ops::Range<usize>,
     xs: &[Q8Row<'_>],
-    out: &mut impl FnMut(usize, usize, f32, f32),
+    out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
 ) {
     let Some(last) = xs.len().checked_sub(1) else {
         return;
@@ -100,6 +107,8 @@ pub(super) unsafe fn gemm(
         }
     }
     let act_tiles = (IL_ACT_BYTES / (32 * groups * IT)).max(1);
+    // Per activation tile of a block, per row: the sixteen sums and the sixteen min terms.
+    let mut res = vec![0f32; 2 * IL_ROWS * IT * act_tiles.min(tiles_x.len())];
     for (b, block) in tiles_x.chunks(act_tiles).enumerate() {
         for j0 in (0..n).step_by(IL_ROWS) {
             // IL_ROWS weight rows; a last partial set repeats its last row.
@@ -128,10 +137,14 @@ pub(super) unsafe fn gemm(
             }
             // SAFETY: the features (this function's contract); `src` rows hold 16·G bytes
             // (`q6_k`: 24·G), `codes` GROUP_BYTES·G.
-            unsafe { repack(&src, q6, groups, &mut codes) };
+            unsafe {
+                for (half, src) in src.chunks_exact(HALF).enumerate() {
+                    repack(src, q6, groups, &mut codes, half);
+                }
+            }
             for (i, x) in block.iter().enumerate() {
                 let mi0 = (b * act_tiles + i) * IT;
-                // SAFETY: the features; `codes` GROUP_BYTES·G bytes, `sc`/`mn` 8·G floats,
+                // SAFETY: the features; `codes` GROUP_BYTES·G bytes, `sc`/`mn` 16·G floats,
                 // every activation row G groups (qs 32·G, d and sum G), `bias` rows 2·G.
                 let (acc, min) = unsafe {
                     if q6 {
@@ -144,45 +157,62 @@ pub(super) unsafe fn gemm(
                         tile::<false>(&codes, &sc, &mn, x, &[&[]; IT], groups)
                     }
                 };
+                let r = &mut res[2 * IL_ROWS * IT * i..2 * IL_ROWS * IT * (i + 1)];
                 for (t, (acc, min)) in acc.iter().zip(&min).enumerate() {
+                    // SAFETY: `r` holds 2·16 floats per activation row of the tile.
+                    unsafe {
+                        _mm512_storeu_ps(r.as_mut_ptr().add(2 * IL_ROWS * t), *acc);
+                        _mm512_storeu_ps(r.as_mut_ptr().add(2 * IL_ROWS * t + IL_ROWS), *min);
+                    }
+                }
+            }
+            // The results handed out after the block's tiles, not after each: a float read
+            // back right after its 512-bit store waits for the store to finish (measured: a
+            // fifth of the kernel's time).
+            for (i, r) in res
+                .chunks_exact(2 * IL_ROWS * IT)
+                .take(block.len())
+                .enumerate()
+            {
+                let mi0 = (b * act_tiles + i) * IT;
+                for (t, r) in r.chunks_exact(2 * IL_ROWS).enumerate() {
                     if mi0 + t >= xs.len() {
                         break;
                     }
-                    let (mut a, mut m) = ([0f32; IL_ROWS], [0f32; IL_ROWS]);
-                    // SAFETY: eight floats each.
-                    unsafe {
-                        _mm256_storeu_ps(a.as_mut_ptr(), *acc);
-                        _mm256_storeu_ps(m.as_mut_ptr(), *min);
-                    }
-                    for k in 0..real {
-                        out(rows.start + j0 + k, mi0 + t, a[k], m[k]);
-                    }
+                    out(
+                        rows.start + j0,
+                        mi0 + t,
+                        &r[..real],
+                        &r[IL_ROWS..IL_ROWS + real],
+                    );
                 }
             }
         }
     }
 }
 
-/// Eight rows' codes (16·G bytes each, the LQ4 nibble order; `q6_k`: 24·G) into `out`'s
-/// `[group][chunk][row][4 bytes]`, one code per byte: per group each row's 16 bytes become
-/// `[low nibbles | high nibbles]` (`q6_k`: its 32 codes `q + 32` in weight order), eight 32-bit
-/// words, chunks 0–7, and the 8×8 matrix of words is transposed, so chunk c's 32 bytes hold the
-/// eight rows' four codes.
+/// Eight rows' codes (16·G bytes each, the LQ4 nibble order; `q6_k`: 24·G) into half `half` of
+/// `out`'s `[group][chunk][row 0..16][4 bytes]`, one code per byte: per group each row's 16
+/// bytes become `[low nibbles | high nibbles]` (`q6_k`: its 32 codes `q + 32` in weight order),
+/// eight 32-bit words, chunks 0–7, and the 8×8 matrix of words is transposed, so chunk c's 32
+/// bytes of this half hold the eight rows' four codes (rows `8·half..8·half + 8` of the chunk's
+/// 64 bytes).
 ///
 /// # Safety
-/// AVX2 present; every `src` row 16·G bytes (`q6_k`: 24·G), `out` [`GROUP_BYTES`]·G.
+/// AVX2 present; `src` eight rows of 16·G bytes (`q6_k`: 24·G), `out` [`GROUP_BYTES`]·G,
+/// `half` 0 or 1.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn repack(src: &[&[u8]; IL_ROWS], q6: bool, groups: usize, out: &mut [u8]) {
+unsafe fn repack(src: &[&[u8]], q6: bool, groups: usize, out: &mut [u8], half: usize) {
     // SAFETY: group g reads src[k][16g..16g+16] (`q6_k`: its group's bytes of 24·G) and
-    // writes out[256g..256g+256].
+    // writes 32 bytes of each 64-byte chunk of out[512g..512g+512].
     unsafe {
         let mask = _mm256_set1_epi8(0x0F);
         for g in 0..groups {
             // Plain loops, not `array::from_fn` closures: the compiler left one out of line
             // (measured: 10 % of a 16-token prefill), a call per row and group with every
             // vector passed through memory.
-            let mut y = [_mm256_setzero_si256(); IL_ROWS];
+            let mut y = [_mm256_setzero_si256(); HALF];
             for (k, y) in y.iter_mut().enumerate() {
                 *y = if q6 {
                     let v = super::avx2_q6::unpack(src[k].as_ptr(), groups, g);
@@ -193,7 +223,7 @@ unsafe fn repack(src: &[&[u8]; IL_ROWS], q6: bool, groups: usize, out: &mut [u8]
                 };
             }
             // [a_k0, a_k1, a_k2, a_k3 | a_k4 … a_k7] → [a_0c … a_7c] for each chunk c.
-            let mut t = [_mm256_setzero_si256(); IL_ROWS];
+            let mut t = [_mm256_setzero_si256(); HALF];
             for (i, t) in t.iter_mut().enumerate() {
                 let (a, b) = (y[2 * (i / 2)], y[2 * (i / 2) + 1]);
                 *t = if i % 2 == 0 {
@@ -203,7 +233,7 @@ unsafe fn repack(src: &[&[u8]; IL_ROWS], q6: bool, groups: usize, out: &mut [u8]
                 };
             }
             // u[4h + j]: rows 4h..4h+4, chunks j and j + 4.
-            let mut u = [_mm256_setzero_si256(); IL_ROWS];
+            let mut u = [_mm256_setzero_si256(); HALF];
             for (i, u) in u.iter_mut().enumerate() {
                 let (h, j) = (i / 4, i % 4);
                 let (a, b) = (t[4 * h + j / 2], t[4 * h + 2 + j / 2]);
@@ -213,11 +243,15 @@ unsafe fn repack(src: &[&[u8]; IL_ROWS], q6: bool, groups: usize, out: &mut [u8]
                     _mm256_unpackhi_epi64(a, b)
                 };
             }
-            let o = out.as_mut_ptr().add(GROUP_BYTES * g) as *mut __m256i;
+            // Chunk c's 32 bytes of this half at 64·c + 32·half: `__m256i` steps of two per chunk.
+            let o = out.as_mut_ptr().add(GROUP_BYTES * g + 32 * half) as *mut __m256i;
             for j in 0..4 {
-                _mm256_storeu_si256(o.add(j), _mm256_permute2x128_si256::<0x20>(u[j], u[4 + j]));
                 _mm256_storeu_si256(
-                    o.add(4 + j),
+                    o.add(2 * j),
+                    _mm256_permute2x128_si256::<0x20>(u[j], u[4 + j]),
+                );
+                _mm256_storeu_si256(
+                    o.add(2 * (4 + j)),
                     _mm256_permute2x128_si256::<0x31>(u[j], u[4 + j]),
                 );
             }
@@ -237,15 +271,15 @@ fn bases(g: usize, groups: usize) -> (usize, usize) {
     }
 }
 
-/// One repacked block of eight weight rows times [`IT`] activation rows: per activation row t,
-/// lanes k of `(acc, min)` are `(Σ_g sc_k[g]·dx_t[g]·Σ_i q·qx_t, Σ_g mn_k[g]·Σx_t[g])`. Per
-/// group and activation row eight `vpdpbusd` with the activations broadcast from memory (two
-/// chains of four), one conversion, one multiply and two FMAs. `Q6`: `sc` and `mn` are the
+/// One repacked block of sixteen weight rows times [`IT`] activation rows: per activation row
+/// t, lanes k of `(acc, min)` are `(Σ_g sc_k[g]·dx_t[g]·Σ_i q·qx_t, Σ_g mn_k[g]·Σx_t[g])`. Per
+/// group and activation row eight 512-bit `vpdpbusd` with the activations broadcast from memory
+/// (two chains of four), one conversion, one multiply and two FMAs. `Q6`: `sc` and `mn` are the
 /// halves' `d·sc_lo`, `d·sc_hi`, each chain less its `bias` (per row `[G][2]`, `32·Σqx` of
 /// each half) converted and scaled apart, and `min` stays 0.
 ///
 /// # Safety
-/// The features of [`gemm`]; `codes` [`GROUP_BYTES`]·G bytes, `sc` and `mn` 8·G floats, every
+/// The features of [`gemm`]; `codes` [`GROUP_BYTES`]·G bytes, `sc` and `mn` 16·G floats, every
 /// activation row G groups, `bias` rows 2·G where `Q6`.
 #[inline]
 #[target_feature(enable = "avx2,fma,avx512f,avx512vl,avx512vnni")]
@@ -256,17 +290,17 @@ unsafe fn tile<const Q6: bool>(
     x: &[Q8Row<'_>; IT],
     bias: &[&[i32]; IT],
     groups: usize,
-) -> ([__m256; IT], [__m256; IT]) {
-    // SAFETY: group g reads codes[256g..256g+256], sc/mn[8g..8g+8], each row's qs at the
+) -> ([__m512; IT], [__m512; IT]) {
+    // SAFETY: group g reads codes[512g..512g+512], sc/mn[16g..16g+16], each row's qs at the
     // group's bases (16 bytes each, inside its 32g..32g+32 pair span) and d/sum[g].
     unsafe {
-        let mut acc = [_mm256_setzero_ps(); IT];
-        let mut min = [_mm256_setzero_ps(); IT];
-        let cp = codes.as_ptr() as *const __m256i;
+        let mut acc = [_mm512_setzero_ps(); IT];
+        let mut min = [_mm512_setzero_ps(); IT];
+        let cp = codes.as_ptr() as *const __m512i;
         for g in 0..groups {
-            let wv: [__m256i; 8] = std::array::from_fn(|c| _mm256_loadu_si256(cp.add(8 * g + c)));
-            let s = _mm256_loadu_ps(sc.as_ptr().add(IL_ROWS * g));
-            let m = _mm256_loadu_ps(mn.as_ptr().add(IL_ROWS * g));
+            let wv: [__m512i; 8] = std::array::from_fn(|c| _mm512_loadu_si512(cp.add(8 * g + c)));
+            let s = _mm512_loadu_ps(sc.as_ptr().add(IL_ROWS * g));
+            let m = _mm512_loadu_ps(mn.as_ptr().add(IL_ROWS * g));
             let (e, o) = if Q6 {
                 (32 * g, 32 * g + 16)
             } else {
@@ -275,28 +309,28 @@ unsafe fn tile<const Q6: bool>(
             for t in 0..IT {
                 let q = x[t].qs.as_ptr();
                 let b = |at: usize| {
-                    _mm256_set1_epi32(std::ptr::read_unaligned(q.add(at) as *const i32))
+                    _mm512_set1_epi32(std::ptr::read_unaligned(q.add(at) as *const i32))
                 };
-                let mut lo = _mm256_setzero_si256();
-                let mut hi = _mm256_setzero_si256();
+                let mut lo = _mm512_setzero_si512();
+                let mut hi = _mm512_setzero_si512();
                 for c in 0..4 {
-                    lo = _mm256_dpbusd_epi32(lo, wv[c], b(e + 4 * c));
-                    hi = _mm256_dpbusd_epi32(hi, wv[4 + c], b(o + 4 * c));
+                    lo = _mm512_dpbusd_epi32(lo, wv[c], b(e + 4 * c));
+                    hi = _mm512_dpbusd_epi32(hi, wv[4 + c], b(o + 4 * c));
                 }
-                let dx = _mm256_set1_ps(*x[t].d.get_unchecked(g));
+                let dx = _mm512_set1_ps(*x[t].d.get_unchecked(g));
                 if Q6 {
                     // The codes' offset taken off in integers (exact), then each half its
                     // own scale.
                     let b = bias[t].as_ptr().add(2 * g);
-                    let f = _mm256_cvtepi32_ps(_mm256_sub_epi32(lo, _mm256_set1_epi32(*b)));
-                    acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), acc[t]);
-                    let f = _mm256_cvtepi32_ps(_mm256_sub_epi32(hi, _mm256_set1_epi32(*b.add(1))));
-                    acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(m, dx), acc[t]);
+                    let f = _mm512_cvtepi32_ps(_mm512_sub_epi32(lo, _mm512_set1_epi32(*b)));
+                    acc[t] = _mm512_fmadd_ps(f, _mm512_mul_ps(s, dx), acc[t]);
+                    let f = _mm512_cvtepi32_ps(_mm512_sub_epi32(hi, _mm512_set1_epi32(*b.add(1))));
+                    acc[t] = _mm512_fmadd_ps(f, _mm512_mul_ps(m, dx), acc[t]);
                 } else {
-                    let f = _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi));
-                    acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), acc[t]);
-                    let sum = _mm256_set1_ps(*x[t].sum.get_unchecked(g));
-                    min[t] = _mm256_fmadd_ps(m, sum, min[t]);
+                    let f = _mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi));
+                    acc[t] = _mm512_fmadd_ps(f, _mm512_mul_ps(s, dx), acc[t]);
+                    let sum = _mm512_set1_ps(*x[t].sum.get_unchecked(g));
+                    min[t] = _mm512_fmadd_ps(m, sum, min[t]);
                 }
             }
         }

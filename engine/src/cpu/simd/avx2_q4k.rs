@@ -200,7 +200,7 @@ pub(super) unsafe fn rows(
     rows: std::ops::Range<usize>,
     xs: &[Q8Row<'_>],
     scratch: &mut [f32],
-    out: &mut impl FnMut(usize, usize, f32, f32),
+    out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
 ) {
     let groups = xs.first().map_or(0, |x| x.d.len());
     let (cb, sb) = (16 * groups, w.layout.scale_bytes(groups));
@@ -219,8 +219,8 @@ pub(super) unsafe fn rows(
                         *x,
                         supers,
                     );
-                    out(r, 0, a.0, a.1);
-                    out(r + 1, 0, b.0, b.1);
+                    out(r, 0, &[a.0], &[a.1]);
+                    out(r + 1, 0, &[b.0], &[b.1]);
                     r += 2;
                 }
                 if r < rows.end {
@@ -229,7 +229,7 @@ pub(super) unsafe fn rows(
                         &w.subs[r * sb..(r + 1) * sb],
                     );
                     let [a] = shared_rows::<1>([cp.add(r * cb)], [sp.add(r * sb)], *x, supers);
-                    out(r, 0, a.0, a.1);
+                    out(r, 0, &[a.0], &[a.1]);
                 }
             }
         }

@@ -154,7 +154,7 @@ pub fn rows_dot(
     rows: std::ops::Range<usize>,
     x: &Q8Rows,
     scratch: &mut [f32],
-    mut out: impl FnMut(usize, usize, f32, f32),
+    mut out: impl FnMut(usize, usize, &[f32], &[f32]),
 ) {
     let groups = x.k / GROUP;
     let (cb, sb) = (
@@ -209,7 +209,7 @@ fn each_row(
     w: RowBlock<'_>,
     rows: std::ops::Range<usize>,
     xs: &[Q8Row<'_>],
-    out: &mut impl FnMut(usize, usize, f32, f32),
+    out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
     mut dot: impl FnMut(&[u8], &[u8], Q8Row<'_>) -> (f32, f32),
 ) {
     let groups = xs.first().map_or(0, |x| x.d.len());
@@ -224,7 +224,7 @@ fn each_row(
         );
         for (mi, &xr) in xs.iter().enumerate() {
             let (a, b) = dot(c, s, xr);
-            out(r, mi, a, b);
+            out(r, mi, &[a], &[b]);
         }
     }
 }

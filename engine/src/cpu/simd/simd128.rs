@@ -21,7 +21,7 @@ pub fn rows(
     rows: std::ops::Range<usize>,
     xs: &[Q8Row<'_>],
     scratch: &mut [f32],
-    out: &mut impl FnMut(usize, usize, f32, f32),
+    out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
 ) {
     // Several activation rows (prefill): 4-bit rows in tiles of four activation rows.
     if xs.len() >= TILE_MIN_ROWS && !w.layout.natural_order() {

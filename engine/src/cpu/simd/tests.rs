@@ -164,10 +164,12 @@ fn lq4k_rows_with_shared_scales_match_f64() {
                 block.clone(),
                 &xq,
                 &mut scratch,
-                |r, mi, a, b| {
-                    let (d, dmin) = w.row_scales(r);
+                |r0, mi, a: &[f32], b: &[f32]| {
                     assert_eq!(mi, 0);
-                    got[r] = (d * a - dmin * b) as f64;
+                    for (j, (&a, &b)) in a.iter().zip(b).enumerate() {
+                        let (d, dmin) = w.row_scales(r0 + j);
+                        got[r0 + j] = (d * a - dmin * b) as f64;
+                    }
                 },
             );
             for (r, &got) in got.iter().enumerate() {
@@ -439,8 +441,12 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
             for (isa, plain) in forms {
                 let mut got = vec![None; rows * m];
                 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
-                let mut put = |r: usize, mi: usize, a: f32, b: f32| {
-                    assert!(got[r * m + mi].replace((a, b)).is_none(), "row {r} twice");
+                let mut put = |r0: usize, mi: usize, a: &[f32], b: &[f32]| {
+                    assert_eq!(a.len(), b.len());
+                    for (j, (&a, &b)) in a.iter().zip(b).enumerate() {
+                        let r = r0 + j;
+                        assert!(got[r * m + mi].replace((a, b)).is_none(), "row {r} twice");
+                    }
                 };
                 if plain {
                     #[cfg(target_arch = "x86_64")]

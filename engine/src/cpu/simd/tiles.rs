@@ -69,7 +69,7 @@ pub fn tiles<const WR: usize>(
     w: RowBlock<'_>,
     rows: std::ops::Range<usize>,
     xs: &[Q8Row<'_>],
-    out: &mut impl FnMut(usize, usize, f32, f32),
+    out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
     kernel: impl Fn(&[WeightRow<'_>; WR], ActTile<'_>, usize) -> [([f32; TX], [f32; TX]); WR],
 ) {
     let Some(last) = xs.len().checked_sub(1) else {
@@ -133,7 +133,7 @@ pub fn tiles<const WR: usize>(
                 let res = kernel(&wr, tile, groups);
                 for (k, (acc, min)) in res.iter().enumerate().take(real) {
                     for t in 0..TX.min(xs.len() - i * TX) {
-                        out(rows.start + j0 + k, i * TX + t, acc[t], min[t]);
+                        out(rows.start + j0 + k, i * TX + t, &[acc[t]], &[min[t]]);
                     }
                 }
             }
