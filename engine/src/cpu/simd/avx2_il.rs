@@ -9,7 +9,7 @@
 //! `[group][chunk 0..8][row 0..16][4 bytes]` (chunks 0–3: the group's low nibbles, 4–7: its high
 //! nibbles, one code per byte, two 8×8 transposes of 32-bit words) and the rows' scales and
 //! mins into `[group][row]`, then passes that block over up to [`IL_ACT_BYTES`] of activation
-//! codes (kept in L2), [`IT`] at a time, and hands the sums out per run of rows after the
+//! codes (kept in L2), [`IT_4BIT`] at a time, and hands the sums out per run of rows after the
 //! block's tiles. The repack costs about as much as one tile's arithmetic, so it takes from
 //! [`IL_MIN_ROWS`] activation rows on; fewer take [`super::tiles`].
 //!
@@ -40,8 +40,13 @@ pub(super) const IL_ROWS: usize = 16;
 /// Weight rows [`repack`] transposes at a time (the lanes of a 256-bit register).
 const HALF: usize = 8;
 
-/// Activation rows multiplied per kernel call (each repacked group loaded once for them).
-pub(super) const IT: usize = 4;
+/// Activation rows multiplied per kernel call (each repacked group loaded once for them):
+/// eight for 4-bit rows, four for `q6_k` (whose halves' offsets need registers of their own).
+/// Measured (`examples/gemm_bench`, one thread, best of 15, alternated): 4-bit rows 1.05× at
+/// eight against four, `q6_k` 0.93×.
+const IT_4BIT: usize = 8;
+/// See [`IT_4BIT`].
+const IT_Q6: usize = 4;
 
 /// Activation rows from which [`super::avx2::rows`] takes this GEMM. The tiles' time over
 /// this GEMM's on a `[2048, 2048]` lq4h matrix, two threads: 8 rows 0.98, 12 1.08, 16 1.11,
@@ -76,11 +81,33 @@ pub(super) unsafe fn gemm(
     xs: &[Q8Row<'_>],
     out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
 ) {
+    // SAFETY: this function's contract.
+    unsafe {
+        if w.layout == BlockLayout::Q6 {
+            run::<true, IT_Q6>(w, rows, xs, out)
+        } else {
+            run::<false, IT_4BIT>(w, rows, xs, out)
+        }
+    }
+}
+
+/// [`gemm`] for `q6_k` rows (`Q6`) or 4-bit ones, `IT` activation rows a tile.
+///
+/// # Safety
+/// The features of [`gemm`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+unsafe fn run<const Q6: bool, const IT: usize>(
+    w: RowBlock<'_>,
+    rows: std::ops::Range<usize>,
+    xs: &[Q8Row<'_>],
+    out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
+) {
     let Some(last) = xs.len().checked_sub(1) else {
         return;
     };
     let groups = xs[0].d.len();
-    let q6 = w.layout == BlockLayout::Q6;
+    let q6 = Q6;
     let (cb, sb) = (
         w.layout.code_bits() * 4 * groups,
         w.layout.scale_bytes(groups),
@@ -152,9 +179,9 @@ pub(super) unsafe fn gemm(
                             let mi = (mi0 + t).min(last);
                             &bias[2 * groups * mi..2 * groups * (mi + 1)]
                         });
-                        tile::<true>(&codes, &sc, &mn, x, &bias, groups)
+                        tile::<true, IT>(&codes, &sc, &mn, x, &bias, groups)
                     } else {
-                        tile::<false>(&codes, &sc, &mn, x, &[&[]; IT], groups)
+                        tile::<false, IT>(&codes, &sc, &mn, x, &[&[]; IT], groups)
                     }
                 };
                 let r = &mut res[2 * IL_ROWS * IT * i..2 * IL_ROWS * IT * (i + 1)];
@@ -271,7 +298,7 @@ fn bases(g: usize, groups: usize) -> (usize, usize) {
     }
 }
 
-/// One repacked block of sixteen weight rows times [`IT`] activation rows: per activation row
+/// One repacked block of sixteen weight rows times `IT` activation rows: per activation row
 /// t, lanes k of `(acc, min)` are `(Σ_g sc_k[g]·dx_t[g]·Σ_i q·qx_t, Σ_g mn_k[g]·Σx_t[g])`. Per
 /// group and activation row eight 512-bit `vpdpbusd` with the activations broadcast from memory
 /// (two chains of four), one conversion, one multiply and two FMAs. `Q6`: `sc` and `mn` are the
@@ -283,7 +310,7 @@ fn bases(g: usize, groups: usize) -> (usize, usize) {
 /// activation row G groups, `bias` rows 2·G where `Q6`.
 #[inline]
 #[target_feature(enable = "avx2,fma,avx512f,avx512vl,avx512vnni")]
-unsafe fn tile<const Q6: bool>(
+unsafe fn tile<const Q6: bool, const IT: usize>(
     codes: &[u8],
     sc: &[f32],
     mn: &[f32],
