@@ -338,14 +338,14 @@ unsafe fn tile<const Q6: bool, const IT: usize>(
                 let b = |at: usize| {
                     _mm512_set1_epi32(std::ptr::read_unaligned(q.add(at) as *const i32))
                 };
-                let mut lo = _mm512_setzero_si512();
-                let mut hi = _mm512_setzero_si512();
-                for c in 0..4 {
-                    lo = _mm512_dpbusd_epi32(lo, wv[c], b(e + 4 * c));
-                    hi = _mm512_dpbusd_epi32(hi, wv[4 + c], b(o + 4 * c));
-                }
                 let dx = _mm512_set1_ps(*x[t].d.get_unchecked(g));
                 if Q6 {
+                    let mut lo = _mm512_setzero_si512();
+                    let mut hi = _mm512_setzero_si512();
+                    for c in 0..4 {
+                        lo = _mm512_dpbusd_epi32(lo, wv[c], b(e + 4 * c));
+                        hi = _mm512_dpbusd_epi32(hi, wv[4 + c], b(o + 4 * c));
+                    }
                     // The codes' offset taken off in integers (exact), then each half its
                     // own scale.
                     let b = bias[t].as_ptr().add(2 * g);
@@ -354,7 +354,14 @@ unsafe fn tile<const Q6: bool, const IT: usize>(
                     let f = _mm512_cvtepi32_ps(_mm512_sub_epi32(hi, _mm512_set1_epi32(*b.add(1))));
                     acc[t] = _mm512_fmadd_ps(f, _mm512_mul_ps(m, dx), acc[t]);
                 } else {
-                    let f = _mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi));
+                    // One chain of eight: the tile's other rows and the next group keep the
+                    // multipliers busy meanwhile.
+                    let mut q = _mm512_setzero_si512();
+                    for c in 0..4 {
+                        q = _mm512_dpbusd_epi32(q, wv[c], b(e + 4 * c));
+                        q = _mm512_dpbusd_epi32(q, wv[4 + c], b(o + 4 * c));
+                    }
+                    let f = _mm512_cvtepi32_ps(q);
                     acc[t] = _mm512_fmadd_ps(f, _mm512_mul_ps(s, dx), acc[t]);
                     let sum = _mm512_set1_ps(*x[t].sum.get_unchecked(g));
                     min[t] = _mm512_fmadd_ps(m, sum, min[t]);
