@@ -234,8 +234,7 @@ fn attend_part_body<E: KvElem>(
     }
     for (g, row) in scores.chunks_exact_mut(n).enumerate() {
         let mx = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        row.iter_mut()
-            .for_each(|x| *x = super::math::fast_exp(*x - mx));
+        super::math::exp_shifted(row, mx);
         dst[g * (d + 2) + d] = mx;
         dst[g * (d + 2) + d + 1] = super::math::sum(row);
     }
@@ -285,8 +284,7 @@ fn blocked(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
             let (live, dead) = row.split_at_mut(seen);
             let mx = live.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
             // (exponentials in their own loop and an eight-lane sum: both vectorize)
-            live.iter_mut()
-                .for_each(|x| *x = super::math::fast_exp(*x - mx));
+            super::math::exp_shifted(live, mx);
             let inv = 1.0 / super::math::sum(live);
             live.iter_mut().for_each(|x| *x *= inv);
             dead.fill(0.0);
