@@ -6,6 +6,8 @@
 //! (defaults 2, 256, 2048).
 use std::time::Instant;
 
+mod common;
+
 use lorekeeper_engine::cpu::gemv::q4_gemv_q8;
 use lorekeeper_engine::cpu::pool;
 use lorekeeper_engine::Q4Matrix;
@@ -16,27 +18,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let threads: usize = std::env::args().nth(1).map_or(Ok(2), |t| t.parse())?;
     let m: usize = std::env::args().nth(2).map_or(Ok(256), |t| t.parse())?;
     let cols: usize = std::env::args().nth(3).map_or(Ok(2048), |t| t.parse())?;
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut byte = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state as u8
-    };
-    let d = half::f16::from_f32(0.001).to_bits().to_le_bytes();
-    let blocks = ROWS * cols / 256;
-    let mut raw: Vec<u8> = (0..blocks * 144).map(|_| byte()).collect();
-    for b in raw.chunks_exact_mut(144) {
-        b[..2].copy_from_slice(&d);
-        b[2..4].copy_from_slice(&d);
-    }
-    let k = Q4Matrix::from_ggml_q4_k("q4_k", ROWS, cols, &raw)?;
+    let (k, q6) = common::random_k_quants(&mut common::Bytes::default(), ROWS, cols)?;
     let h = k.lq4k_to_lq4h("q4_k")?;
-    let mut raw: Vec<u8> = (0..blocks * 210).map(|_| byte()).collect();
-    for b in raw.chunks_exact_mut(210) {
-        b[208..].copy_from_slice(&d);
-    }
-    let q6 = Q4Matrix::from_ggml_q6_k("q6_k", ROWS, cols, &raw)?;
     let x: Vec<f32> = (0..cols * m).map(|i| (i % 17) as f32 / 8.0 - 1.0).collect();
     let mut out = vec![0f32; ROWS * m];
     let mut gemm = |w: &Q4Matrix| {

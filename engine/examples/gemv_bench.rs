@@ -6,6 +6,8 @@
 //! `cargo run --release -p lorekeeper-engine --example gemv_bench [-- THREADS]` (default 2).
 use std::time::Instant;
 
+mod common;
+
 use lorekeeper_engine::cpu::gemv::q4_gemv_q8;
 use lorekeeper_engine::cpu::pool;
 use lorekeeper_engine::Q4Matrix;
@@ -16,30 +18,13 @@ const MATRICES: usize = 12;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let threads: usize = std::env::args().nth(1).map_or(Ok(2), |t| t.parse())?;
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut byte = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state as u8
-    };
-    let d = half::f16::from_f32(0.001).to_bits().to_le_bytes();
-    let blocks = ROWS * COLS / 256;
+    let mut bytes = common::Bytes::default();
     let (mut k, mut h, mut q6) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..MATRICES {
-        let mut raw: Vec<u8> = (0..blocks * 144).map(|_| byte()).collect();
-        for b in raw.chunks_exact_mut(144) {
-            b[..2].copy_from_slice(&d);
-            b[2..4].copy_from_slice(&d);
-        }
-        let m = Q4Matrix::from_ggml_q4_k("q4_k", ROWS, COLS, &raw)?;
+        let (m, m6) = common::random_k_quants(&mut bytes, ROWS, COLS)?;
         h.push(m.lq4k_to_lq4h("q4_k")?);
         k.push(m);
-        let mut raw: Vec<u8> = (0..blocks * 210).map(|_| byte()).collect();
-        for b in raw.chunks_exact_mut(210) {
-            b[208..].copy_from_slice(&d);
-        }
-        q6.push(Q4Matrix::from_ggml_q6_k("q6_k", ROWS, COLS, &raw)?);
+        q6.push(m6);
     }
     let x: Vec<f32> = (0..COLS).map(|i| (i % 17) as f32 / 8.0 - 1.0).collect();
     let mut out = vec![0f32; ROWS];
