@@ -67,8 +67,8 @@ const GROUP_BYTES: usize = 32 * IL_ROWS;
 
 /// Rows `rows` of a 4-bit matrix (LQ4 or `lq4h`, codes in the LQ4 nibble order, activations in
 /// the paired order) or a `q6_k` one (activations in natural order) times every row of `xs`:
-/// `out(r, mi, first, second)` receives [`super::lq4_q8`]'s pair (`q6_k`: a pair whose
-/// difference is [`super::q6_q8`]). Every `xs` row
+/// `out(r0, mi, first, second)` receives, per run of up to sixteen rows from `r0`, each row's
+/// [`super::lq4_q8`] pair (`q6_k`: a pair whose difference is [`super::q6_q8`]). Every `xs` row
 /// has the same group count G and the rows lie inside `w` (internal invariants of
 /// [`super::rows_dot`], checked there).
 ///

@@ -142,9 +142,11 @@ impl<'a> RowBlock<'a> {
     }
 }
 
-/// Rows `rows` of `w` times every row of `x`: `out(r, mi, first, second)` receives
-/// [`lq4_q8`]'s pair for 4-bit rows and for `q8_0` rows a pair whose difference is
-/// [`q8_q8`] (`(q8_q8, 0)` from the row forms; the tiles' products and min term). The lengths are
+/// Rows `rows` of `w` times every row of `x`: `out(r0, mi, first, second)` receives, for the
+/// run of weight rows `r0..r0 + first.len()` and activation row `mi`, each row's
+/// [`lq4_q8`] pair for 4-bit rows and for `q8_0` rows a pair whose difference is
+/// [`q8_q8`] (`(q8_q8, 0)` from the row forms; the tiles' products and min term); the row
+/// forms hand out runs of one, the interleaved GEMM runs of up to sixteen. The lengths are
 /// checked and the instruction set chosen once per call, and the SIMD forms run the loop
 /// inside their own `#[target_feature]` code (the per-row checks and dispatch cost as
 /// much as a 576-wide row's arithmetic).
