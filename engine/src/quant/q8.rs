@@ -5,7 +5,7 @@ use crate::error::{EngineError, Result};
 
 /// 8-bit weights with an f32 scale per group: symmetric int8 codes in groups of 32 along each
 /// row (the last group of a row may be shorter), 9 bits per weight. What `--quant q8` wrote
-/// before its matrices became `q8_0` ([`Q4Matrix::quantize_q8_0`]), and still writes for a
+/// before its matrices became `q8_0` (`Q4Matrix::quantize_q8_0`), and still writes for a
 /// matrix whose columns are not a multiple of 32 (`q4` too). The engine dequantizes them to
 /// f32 at load.
 #[derive(Clone, Debug, PartialEq)]

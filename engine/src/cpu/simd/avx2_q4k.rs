@@ -11,12 +11,12 @@
 //! One conversion and one FMA by `d·dx` finish 256 weights of a row; the min term
 //! `dmin·Σ mn_g·Σx_g` is one multiply and one FMA of eight lanes per super-block. Per 256
 //! weights about 65 instructions, where `lq4h` (per group f16 scales) takes about 80, and 4.625
-//! bits a weight instead of 5.0. Decode's rows go two a step ([`rows`]: each activation load
-//! serves both) and prefetch their code bytes [`super::avx2::PREFETCH_AHEAD`] ahead as they
+//! bits a weight instead of 5.0. Decode's rows go two a step (`rows`: each activation load
+//! serves both) and prefetch their code bytes `PREFETCH_AHEAD` (`avx2.rs`) ahead as they
 //! read them.
 //!
 //! Activations with a scale per block of 32 (prefill's, the tests') take a pre-pass per
-//! super-block into per-group float scales and LQ4's [`super::avx2::codes_dot`].
+//! super-block into per-group float scales and LQ4's `codes_dot` (`avx2.rs`).
 
 use std::arch::x86_64::*;
 
@@ -26,7 +26,7 @@ use crate::cpu::q8::{Q8Row, SUPER_BLOCKS};
 
 /// See [`super::lq4_q8`] for `lq4k` rows: `(Σ_g d·sc_g·dx_g·Σ_i q_i·qx_i, Σ_g dmin·mn_g·Σx_g)`.
 /// Whole super-blocks of activations with shared scales ([`Q8Row::shared`]) run
-/// [`shared_superblocks`]; the rest (a last partial super-block, or activations with a scale
+/// `shared_superblocks`; the rest (a last partial super-block, or activations with a scale
 /// per block) the pre-pass form.
 ///
 /// # Safety

@@ -9,7 +9,7 @@
 //! (row, activation row) pairs instead of one, and one more their min terms. This driver
 //! prepares what the kernels read outside their loops: each weight row's scales and mins as
 //! f32, each activation tile's scales and block sums in the kernels' lane order
-//! (`[group][TX]`), and blocks of [`TILES_PER_BLOCK`] tiles whose codes stay in L1 while every
+//! (`[group][TX]`), and blocks of `TILES_PER_BLOCK` tiles whose codes stay in L1 while every
 //! weight row passes over them, so each output row is written along its length. A last
 //! partial tile repeats its last row, and a last partial set of weight rows its last row;
 //! only the real ones are reported.
