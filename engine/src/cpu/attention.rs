@@ -234,7 +234,8 @@ fn attend_part_body<E: KvElem>(
     }
     for (g, row) in scores.chunks_exact_mut(n).enumerate() {
         let mx = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        super::math::exp_shifted(row, mx);
+        row.iter_mut()
+            .for_each(|x| *x = super::math::fast_exp(*x - mx));
         dst[g * (d + 2) + d] = mx;
         dst[g * (d + 2) + d + 1] = super::math::sum(row);
     }
@@ -247,6 +248,34 @@ fn attend_part_body<E: KvElem>(
             }
         }
     }
+}
+
+/// `x ← fast_exp(x − mx)` over a prefill softmax row, compiled for AVX2 where
+/// [`super::simd::Isa::f16c`] holds (as [`attend_part`]; the baseline x86-64 build has four
+/// lanes): the same bits either way, since the compiler contracts nothing.
+fn exp_shifted(xs: &mut [f32], mx: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if super::simd::Isa::f16c() {
+        // SAFETY: `Isa::f16c()` holds only where AVX2, FMA and F16C were detected.
+        return unsafe { exp_shifted_avx2(xs, mx) };
+    }
+    exp_shifted_body(xs, mx);
+}
+
+/// [`exp_shifted`] compiled for AVX2 + FMA + F16C.
+///
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn exp_shifted_avx2(xs: &mut [f32], mx: f32) {
+    exp_shifted_body(xs, mx);
+}
+
+#[inline(always)]
+fn exp_shifted_body(xs: &mut [f32], mx: f32) {
+    xs.iter_mut()
+        .for_each(|x| *x = super::math::fast_exp(*x - mx));
 }
 
 /// Attention by blocks: for head `h` and query rows `t0..t1`,
@@ -284,7 +313,7 @@ fn blocked(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], s: AttnShape) {
             let (live, dead) = row.split_at_mut(seen);
             let mx = live.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
             // (exponentials in their own loop and an eight-lane sum: both vectorize)
-            super::math::exp_shifted(live, mx);
+            exp_shifted(live, mx);
             let inv = 1.0 / super::math::sum(live);
             live.iter_mut().for_each(|x| *x *= inv);
             dead.fill(0.0);

@@ -60,33 +60,6 @@ pub fn fast_exp(x: f32) -> f32 {
     p * f32::from_bits(((e + 127) << 23) as u32)
 }
 
-/// `x ← fast_exp(x − mx)` over `xs` (a softmax's exponentials), with AVX2 where the CPU has
-/// it: the same bits either way (the compiler contracts nothing), eight lanes instead of the
-/// baseline build's four.
-pub fn exp_shifted(xs: &mut [f32], mx: f32) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the features were detected.
-        return unsafe { exp_shifted_avx2(xs, mx) };
-    }
-    exp_shifted_plain(xs, mx);
-}
-
-#[inline(always)]
-fn exp_shifted_plain(xs: &mut [f32], mx: f32) {
-    xs.iter_mut().for_each(|x| *x = fast_exp(*x - mx));
-}
-
-/// [`exp_shifted`] compiled for AVX2.
-///
-/// # Safety
-/// AVX2 and FMA present.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn exp_shifted_avx2(xs: &mut [f32], mx: f32) {
-    exp_shifted_plain(xs, mx);
-}
-
 /// Activation rows from which the CPU matmuls switch from per-row dot products to a packed GEMM.
 pub(crate) const GEMM_MIN_ROWS: usize = 4;
 

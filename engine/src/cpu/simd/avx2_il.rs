@@ -107,7 +107,6 @@ unsafe fn run<const Q6: bool, const IT: usize>(
         return;
     };
     let groups = xs[0].d.len();
-    let q6 = Q6;
     let (cb, sb) = (
         w.layout.code_bits() * 4 * groups,
         w.layout.scale_bytes(groups),
@@ -121,8 +120,8 @@ unsafe fn run<const Q6: bool, const IT: usize>(
         .map(|i| std::array::from_fn(|t| xs[(i * IT + t).min(last)]))
         .collect();
     // `q6_k`: per activation row and group `32·Σqx` of each half (the codes' offset).
-    let mut bias = vec![0i32; if q6 { 2 * groups * xs.len() } else { 0 }];
-    if q6 {
+    let mut bias = vec![0i32; if Q6 { 2 * groups * xs.len() } else { 0 }];
+    if Q6 {
         for (x, b) in xs.iter().zip(bias.chunks_exact_mut(2 * groups)) {
             for (h, b) in b.iter_mut().enumerate() {
                 *b = 32
@@ -148,7 +147,7 @@ unsafe fn run<const Q6: bool, const IT: usize>(
             for k in 0..IL_ROWS {
                 let r = row(k);
                 let subs = &w.subs[r * sb..(r + 1) * sb];
-                if q6 {
+                if Q6 {
                     // `q6_k`: the halves' scales `d·sc_lo`, `d·sc_hi`.
                     for (g, word) in subs.chunks_exact(4).enumerate() {
                         let d = f16_to_f32(u16::from_le_bytes([word[2], word[3]]));
@@ -166,24 +165,21 @@ unsafe fn run<const Q6: bool, const IT: usize>(
             // (`q6_k`: 24·G), `codes` GROUP_BYTES·G.
             unsafe {
                 for (half, src) in src.chunks_exact(HALF).enumerate() {
-                    repack(src, q6, groups, &mut codes, half);
+                    repack(src, Q6, groups, &mut codes, half);
                 }
             }
             for (i, x) in block.iter().enumerate() {
                 let mi0 = (b * act_tiles + i) * IT;
+                // `q6_k`: the tile's rows' offsets (empty for 4-bit rows).
+                let bias: [&[i32]; IT] = std::array::from_fn(|t| {
+                    let mi = (mi0 + t).min(last);
+                    bias.get(2 * groups * mi..2 * groups * (mi + 1))
+                        .unwrap_or(&[])
+                });
                 // SAFETY: the features; `codes` GROUP_BYTES·G bytes, `sc`/`mn` 16·G floats,
-                // every activation row G groups (qs 32·G, d and sum G), `bias` rows 2·G.
-                let (acc, min) = unsafe {
-                    if q6 {
-                        let bias: [&[i32]; IT] = std::array::from_fn(|t| {
-                            let mi = (mi0 + t).min(last);
-                            &bias[2 * groups * mi..2 * groups * (mi + 1)]
-                        });
-                        tile::<true, IT>(&codes, &sc, &mn, x, &bias, groups)
-                    } else {
-                        tile::<false, IT>(&codes, &sc, &mn, x, &[&[]; IT], groups)
-                    }
-                };
+                // every activation row G groups (qs 32·G, d and sum G), `bias` rows 2·G
+                // where `Q6`.
+                let (acc, min) = unsafe { tile::<Q6, IT>(&codes, &sc, &mn, x, &bias, groups) };
                 let r = &mut res[2 * IL_ROWS * IT * i..2 * IL_ROWS * IT * (i + 1)];
                 for (t, (acc, min)) in acc.iter().zip(&min).enumerate() {
                     // SAFETY: `r` holds 2·16 floats per activation row of the tile.
