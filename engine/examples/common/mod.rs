@@ -45,3 +45,20 @@ pub fn random_k_quants(
     let q6 = Q4Matrix::from_ggml_q6_k("q6_k", rows, cols, &raw)?;
     Ok((k, q6))
 }
+
+/// A `[rows, cols]` matrix of random Q5_0 blocks (scale 0.001), as the engine imports them:
+/// `q8_0` rows (llama.cpp's "Q4_K_M" of a model whose rows are not multiples of 256 is mostly
+/// Q5_0). Only `gemm_bench` uses it (each example compiles this module on its own).
+#[allow(dead_code)]
+pub fn random_q5_0(
+    bytes: &mut Bytes,
+    rows: usize,
+    cols: usize,
+) -> Result<Q4Matrix, Box<dyn std::error::Error>> {
+    let d = half::f16::from_f32(0.001).to_bits().to_le_bytes();
+    let mut raw = bytes.vec(rows * cols / 32 * 22);
+    for b in raw.chunks_exact_mut(22) {
+        b[..2].copy_from_slice(&d);
+    }
+    Ok(Q4Matrix::from_ggml_q5("q5_0", rows, cols, &raw, false)?)
+}

@@ -48,6 +48,16 @@ pub unsafe fn rows(
             // SAFETY: AVX2, FMA, F16C (this function's contract) and VNNI detected.
             return unsafe { avx2_il::gemm(w, rows, xs, out) };
         }
+        // Without VNNI the 4-bit and `q6_k` rows the same way, eight to a 256-bit register
+        // (4-bit rows from more activation rows: their tiles repack nothing).
+        let from = match w.layout {
+            BlockLayout::Q6 => avx2_il::IL_MIN_ROWS,
+            _ => avx2_il::IL_MIN_ROWS_AVX2,
+        };
+        if !vnni && xs.len() >= from && w.layout != BlockLayout::Q8 {
+            // SAFETY: AVX2, FMA and F16C (this function's contract); not `q8_0`.
+            return unsafe { avx2_il::gemm_avx2(w, rows, xs, out) };
+        }
         // SAFETY: AVX2 and FMA present (this function's contract), VNNI where `vnni`; `tiles`
         // passes the lengths the kernels need.
         return match (w.layout, vnni) {

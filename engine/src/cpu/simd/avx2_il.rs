@@ -5,6 +5,13 @@
 //! sixteen rows' sums, with no horizontal adds ([`super::tiles`]' kernels spend a third of
 //! their instructions gathering lanes).
 //!
+//! CPUs with AVX2 alone (no AVX-512 VNNI: most laptops) take the same driver and repacked
+//! blocks ([`gemm_avx2`]): each half of eight rows is a 256-bit register, and a `vpmaddubsw`
+//! (codes unsigned, the activation's four bytes broadcast) stands for each `vpdpbusd`, its i16
+//! pairs summed over the group before one `vpmaddwd` widens them ([`tile_avx2`],
+//! [`tile_avx2_q6`]). `q8_0` rows stay on the tiles there: their codes need 8 bits signed, and
+//! `vpmaddubsw` would saturate on them.
+//!
 //! Per block of [`IL_ROWS`] weight rows the driver repacks the codes once into a scratch of
 //! `[group][chunk 0..8][row 0..16][4 bytes]` (chunks 0–3: the group's low nibbles, 4–7: its high
 //! nibbles, one code per byte, two 8×8 transposes of 32-bit words) and the rows' scales and
@@ -47,11 +54,19 @@ const HALF: usize = 8;
 const IT_4BIT: usize = 8;
 /// See [`IT_4BIT`].
 const IT_Q6: usize = 4;
+/// Activation rows a tile with AVX2 alone ([`tile_avx2`]: two registers per row, of sixteen).
+const IT_AVX2: usize = 4;
 
 /// Activation rows from which [`super::avx2::rows`] takes this GEMM. The tiles' time over
 /// this GEMM's on a `[2048, 2048]` lq4h matrix, two threads: 8 rows 0.98, 12 1.08, 16 1.11,
 /// 32 1.24, 64 1.24, 256 1.26.
 pub(super) const IL_MIN_ROWS: usize = 12;
+
+/// Activation rows from which [`super::avx2::rows`] takes [`gemm_avx2`] for 4-bit rows (`q6_k`
+/// rows from [`IL_MIN_ROWS`]). The tiles' time over this GEMM's, lq4k `[5632, 2048]`, two
+/// threads, best of 15 in two runs: 12 rows 0.97 / 0.89, 16 0.80 / 0.98, 32 1.14 / 1.31, 256
+/// 1.42–1.55; `q6_k` 1.23–1.48 at 12 rows, 2.3 at 256.
+pub(super) const IL_MIN_ROWS_AVX2: usize = 24;
 
 /// Bytes of activation codes one repacked block passes over (kept in L2: 256 rows of
 /// K = 2048, 93 of K = 5632), so each block is repacked once per prefill chunk of 256 rows
@@ -84,20 +99,44 @@ pub(super) unsafe fn gemm(
     // SAFETY: this function's contract.
     unsafe {
         if w.layout == BlockLayout::Q6 {
-            run::<true, IT_Q6>(w, rows, xs, out)
+            run::<true, true, IT_Q6>(w, rows, xs, out)
         } else {
-            run::<false, IT_4BIT>(w, rows, xs, out)
+            run::<true, false, IT_4BIT>(w, rows, xs, out)
         }
     }
 }
 
-/// [`gemm`] for `q6_k` rows (`Q6`) or 4-bit ones, `IT` activation rows a tile.
+/// [`gemm`] with AVX2 alone, for 4-bit rows (LQ4, `lq4h`, `lq4k`) and `q6_k` ones: the same
+/// repacked blocks, each half of eight rows a 256-bit register, `vpmaddubsw` for `vpdpbusd`
+/// ([`tile_avx2`], [`tile_avx2_q6`]).
 ///
 /// # Safety
-/// The features of [`gemm`].
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
-unsafe fn run<const Q6: bool, const IT: usize>(
+/// AVX2, FMA and F16C present; `w` a 4-bit or `q6_k` layout; the rest as [`gemm`].
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn gemm_avx2(
+    w: RowBlock<'_>,
+    rows: std::ops::Range<usize>,
+    xs: &[Q8Row<'_>],
+    out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
+) {
+    // SAFETY: this function's contract.
+    unsafe {
+        if w.layout == BlockLayout::Q6 {
+            run::<false, true, IT_AVX2>(w, rows, xs, out)
+        } else {
+            run::<false, false, IT_AVX2>(w, rows, xs, out)
+        }
+    }
+}
+
+/// [`gemm`] (`WIDE`: AVX-512 VNNI) or [`gemm_avx2`] for `q6_k` rows (`Q6`, wide only) or 4-bit
+/// ones, `IT` activation rows a tile. Inlined into each caller, so the driver compiles for its
+/// features.
+///
+/// # Safety
+/// The features of the caller: [`gemm`]'s where `WIDE`, else [`gemm_avx2`]'s.
+#[inline(always)]
+unsafe fn run<const WIDE: bool, const Q6: bool, const IT: usize>(
     w: RowBlock<'_>,
     rows: std::ops::Range<usize>,
     xs: &[Q8Row<'_>],
@@ -176,16 +215,17 @@ unsafe fn run<const Q6: bool, const IT: usize>(
                     bias.get(2 * groups * mi..2 * groups * (mi + 1))
                         .unwrap_or(&[])
                 });
+                let r = &mut res[2 * IL_ROWS * IT * i..2 * IL_ROWS * IT * (i + 1)];
                 // SAFETY: the features; `codes` GROUP_BYTES·G bytes, `sc`/`mn` 16·G floats,
                 // every activation row G groups (qs 32·G, d and sum G), `bias` rows 2·G
-                // where `Q6`.
-                let (acc, min) = unsafe { tile::<Q6, IT>(&codes, &sc, &mn, x, &bias, groups) };
-                let r = &mut res[2 * IL_ROWS * IT * i..2 * IL_ROWS * IT * (i + 1)];
-                for (t, (acc, min)) in acc.iter().zip(&min).enumerate() {
-                    // SAFETY: `r` holds 2·16 floats per activation row of the tile.
-                    unsafe {
-                        _mm512_storeu_ps(r.as_mut_ptr().add(2 * IL_ROWS * t), *acc);
-                        _mm512_storeu_ps(r.as_mut_ptr().add(2 * IL_ROWS * t + IL_ROWS), *min);
+                // where `Q6`, `r` 2·16 floats per activation row of the tile.
+                unsafe {
+                    if WIDE {
+                        tile::<Q6, IT>(&codes, &sc, &mn, x, &bias, groups, r)
+                    } else if Q6 {
+                        tile_avx2_q6::<IT>(&codes, &sc, &mn, x, &bias, groups, r)
+                    } else {
+                        tile_avx2::<IT>(&codes, &sc, &mn, x, groups, r)
                     }
                 }
             }
@@ -295,7 +335,8 @@ fn bases(g: usize, groups: usize) -> (usize, usize) {
 }
 
 /// One repacked block of sixteen weight rows times `IT` activation rows: per activation row
-/// t, lanes k of `(acc, min)` are `(Σ_g sc_k[g]·dx_t[g]·Σ_i q·qx_t, Σ_g mn_k[g]·Σx_t[g])`. Per
+/// t, lanes k of `(acc, min)` are `(Σ_g sc_k[g]·dx_t[g]·Σ_i q·qx_t, Σ_g mn_k[g]·Σx_t[g])`,
+/// stored as `r[32t..32t + 16]` and `r[32t + 16..32t + 32]`. Per
 /// group and activation row eight 512-bit `vpdpbusd` with the activations broadcast from memory
 /// (two chains of four), one conversion, one multiply and two FMAs. `Q6`: `sc` and `mn` are the
 /// halves' `d·sc_lo`, `d·sc_hi`, each chain less its `bias` (per row `[G][2]`, `32·Σqx` of
@@ -303,7 +344,7 @@ fn bases(g: usize, groups: usize) -> (usize, usize) {
 ///
 /// # Safety
 /// The features of [`gemm`]; `codes` [`GROUP_BYTES`]·G bytes, `sc` and `mn` 16·G floats, every
-/// activation row G groups, `bias` rows 2·G where `Q6`.
+/// activation row G groups, `bias` rows 2·G where `Q6`, `r` 32·IT floats.
 #[inline]
 #[target_feature(enable = "avx2,fma,avx512f,avx512vl,avx512vnni")]
 unsafe fn tile<const Q6: bool, const IT: usize>(
@@ -313,7 +354,8 @@ unsafe fn tile<const Q6: bool, const IT: usize>(
     x: &[Q8Row<'_>; IT],
     bias: &[&[i32]; IT],
     groups: usize,
-) -> ([__m512; IT], [__m512; IT]) {
+    r: &mut [f32],
+) {
     // SAFETY: group g reads codes[512g..512g+512], sc/mn[16g..16g+16], each row's qs at the
     // group's bases (16 bytes each, inside its 32g..32g+32 pair span) and d/sum[g].
     unsafe {
@@ -364,6 +406,138 @@ unsafe fn tile<const Q6: bool, const IT: usize>(
                 }
             }
         }
-        (acc, min)
+        for t in 0..IT {
+            _mm512_storeu_ps(r.as_mut_ptr().add(2 * IL_ROWS * t), acc[t]);
+            _mm512_storeu_ps(r.as_mut_ptr().add(2 * IL_ROWS * t + IL_ROWS), min[t]);
+        }
+    }
+}
+
+/// [`tile`] with AVX2 alone, for 4-bit rows: the block's two halves of eight rows in turn, each
+/// a 256-bit register of eight 4-byte lanes. Per group, half and activation row eight
+/// `vpmaddubsw` (the codes unsigned, the activations' four bytes broadcast) summed in i16 (at
+/// most 8·2·15·128 = 30720: no saturation), one `vpmaddwd` by ones into the lanes' i32 sums,
+/// one conversion and one FMA; the min terms in a second pass over the groups (their registers
+/// would crowd the products').
+///
+/// # Safety
+/// AVX2 and FMA present; the lengths of [`tile`].
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile_avx2<const IT: usize>(
+    codes: &[u8],
+    sc: &[f32],
+    mn: &[f32],
+    x: &[Q8Row<'_>; IT],
+    groups: usize,
+    r: &mut [f32],
+) {
+    // SAFETY: as `tile`: group g reads codes[512g..512g+512], sc/mn[16g..16g+16], each row's
+    // qs at the group's bases and d/sum[g]; `r` holds 32·IT floats.
+    unsafe {
+        let ones = _mm256_set1_epi16(1);
+        for h in 0..2 {
+            let cp = codes.as_ptr().add(HALF * 4 * h);
+            let mut acc = [_mm256_setzero_ps(); IT];
+            for g in 0..groups {
+                let (e, o) = bases(g, groups);
+                let mut p = [_mm256_setzero_si256(); IT];
+                for c in 0..8 {
+                    let wv = _mm256_loadu_si256(cp.add(GROUP_BYTES * g + 64 * c) as *const __m256i);
+                    let at = if c < 4 { e + 4 * c } else { o + 4 * (c - 4) };
+                    for (t, p) in p.iter_mut().enumerate() {
+                        let q = x[t].qs.as_ptr().add(at);
+                        let xb = _mm256_set1_epi32(std::ptr::read_unaligned(q as *const i32));
+                        *p = _mm256_add_epi16(*p, _mm256_maddubs_epi16(wv, xb));
+                    }
+                }
+                let s = _mm256_loadu_ps(sc.as_ptr().add(IL_ROWS * g + HALF * h));
+                for (t, (acc, p)) in acc.iter_mut().zip(&p).enumerate() {
+                    let f = _mm256_cvtepi32_ps(_mm256_madd_epi16(*p, ones));
+                    let dx = _mm256_set1_ps(*x[t].d.get_unchecked(g));
+                    *acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), *acc);
+                }
+            }
+            let mut min = [_mm256_setzero_ps(); IT];
+            for g in 0..groups {
+                let m = _mm256_loadu_ps(mn.as_ptr().add(IL_ROWS * g + HALF * h));
+                for (t, min) in min.iter_mut().enumerate() {
+                    let sum = _mm256_set1_ps(*x[t].sum.get_unchecked(g));
+                    *min = _mm256_fmadd_ps(m, sum, *min);
+                }
+            }
+            for t in 0..IT {
+                let o = r.as_mut_ptr().add(2 * IL_ROWS * t + HALF * h);
+                _mm256_storeu_ps(o, acc[t]);
+                _mm256_storeu_ps(o.add(IL_ROWS), min[t]);
+            }
+        }
+    }
+}
+
+/// [`tile_avx2`] for `q6_k` rows (codes `q + 32`, activations in natural order): per group, half
+/// of eight rows and activation row, each half group (chunks 0–3 and 4–7) its own chain —
+/// `vpmaddubsw` pairs summed in i16 (at most 2·2·63·128 = 32256), widened by `vpmaddwd`, less
+/// its `bias` (`32·Σqx`) in integers — and scale (`d·sc_lo`, `d·sc_hi` in `sc`, `mn`); the min
+/// terms are 0.
+///
+/// # Safety
+/// AVX2 and FMA present; the lengths of [`tile`], `bias` rows 2·G.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile_avx2_q6<const IT: usize>(
+    codes: &[u8],
+    sc: &[f32],
+    mn: &[f32],
+    x: &[Q8Row<'_>; IT],
+    bias: &[&[i32]; IT],
+    groups: usize,
+    r: &mut [f32],
+) {
+    // SAFETY: group g reads codes[512g..512g+512], sc/mn[16g..16g+16], each row's
+    // qs[32g..32g+32], d[g] and bias[2g..2g+2]; `r` holds 32·IT floats.
+    unsafe {
+        let ones = _mm256_set1_epi16(1);
+        for h in 0..2 {
+            let cp = codes.as_ptr().add(HALF * 4 * h);
+            let mut acc = [_mm256_setzero_ps(); IT];
+            for g in 0..groups {
+                for (k, scales) in [sc, mn].iter().enumerate() {
+                    let mut p = [_mm256_setzero_si256(); IT];
+                    for pair in 0..2 {
+                        let c = 4 * k + 2 * pair;
+                        let w0 =
+                            _mm256_loadu_si256(cp.add(GROUP_BYTES * g + 64 * c) as *const __m256i);
+                        let w1 = _mm256_loadu_si256(
+                            cp.add(GROUP_BYTES * g + 64 * (c + 1)) as *const __m256i
+                        );
+                        let at = 32 * g + 16 * k + 8 * pair;
+                        for (t, p) in p.iter_mut().enumerate() {
+                            let q = x[t].qs.as_ptr().add(at);
+                            let x0 = _mm256_set1_epi32(std::ptr::read_unaligned(q as *const i32));
+                            let x1 =
+                                _mm256_set1_epi32(std::ptr::read_unaligned(q.add(4) as *const i32));
+                            let s16 = _mm256_add_epi16(
+                                _mm256_maddubs_epi16(w0, x0),
+                                _mm256_maddubs_epi16(w1, x1),
+                            );
+                            *p = _mm256_add_epi32(*p, _mm256_madd_epi16(s16, ones));
+                        }
+                    }
+                    let s = _mm256_loadu_ps(scales.as_ptr().add(IL_ROWS * g + HALF * h));
+                    for (t, (acc, p)) in acc.iter_mut().zip(&p).enumerate() {
+                        let b = _mm256_set1_epi32(*bias[t].as_ptr().add(2 * g + k));
+                        let f = _mm256_cvtepi32_ps(_mm256_sub_epi32(*p, b));
+                        let dx = _mm256_set1_ps(*x[t].d.get_unchecked(g));
+                        *acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), *acc);
+                    }
+                }
+            }
+            for (t, acc) in acc.iter().enumerate() {
+                let o = r.as_mut_ptr().add(2 * IL_ROWS * t + HALF * h);
+                _mm256_storeu_ps(o, *acc);
+                _mm256_storeu_ps(o.add(IL_ROWS), _mm256_setzero_ps());
+            }
+        }
     }
 }

@@ -342,9 +342,9 @@ fn every_isa_matches_f64_on_half_scale_rows() {
 fn rows_dot_matches_the_row_forms_on_every_isa() {
     let mut rng = Pcg32::new(21);
     // Activation rows 1 (decode), 2, 5 and 9 (AVX2's tiles of four, with a partial one; 4-bit
-    // and 8-bit rows), 17 and 22 (VNNI's interleaved GEMM from 12 rows, with partial tiles);
-    // weight rows 2..19 (four sets of four and a single row; two blocks of eight and a
-    // partial one).
+    // and 8-bit rows), 17 and 22 (the interleaved GEMM from 12 rows: VNNI's, and AVX2's for
+    // `q6_k`, with partial tiles), 26 (AVX2's for 4-bit rows too); weight rows 2..19 (four sets
+    // of four and a single row; a block of sixteen and a partial one).
     for (groups, m) in [
         (1usize, 5),
         (6, 2),
@@ -354,6 +354,7 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
         (3, 4),
         (5, 17),
         (2, 22),
+        (7, 26),
     ] {
         let (rows, k) = (21, 32 * groups);
         let blk = 2..19;
