@@ -80,12 +80,12 @@ const IL_ACT_BYTES: usize = 1 << 9;
 /// Bytes of one group's repacked codes (8 chunks × 16 rows × 4 bytes).
 const GROUP_BYTES: usize = 32 * IL_ROWS;
 
-/// Rows `rows` of a 4-bit matrix (LQ4 or `lq4h`, codes in the LQ4 nibble order, activations in
-/// the paired order) or a `q6_k` one (activations in natural order) times every row of `xs`:
-/// `out(r0, mi, first, second)` receives, per run of up to sixteen rows from `r0`, each row's
-/// [`super::lq4_q8`] pair (`q6_k`: a pair whose difference is [`super::q6_q8`]). Every `xs` row
-/// has the same group count G and the rows lie inside `w` (internal invariants of
-/// [`super::rows_dot`], checked there).
+/// Rows `rows` of a 4-bit matrix (LQ4, `lq4h` or `lq4k`, codes in the LQ4 nibble order,
+/// activations in the paired order) or a `q6_k` one (activations in natural order) times every
+/// row of `xs`: `out(r0, mi, first, second)` receives, per run of up to sixteen rows from `r0`,
+/// each row's [`super::lq4_q8`] pair (`q6_k`: a pair whose difference is [`super::q6_q8`]).
+/// Every `xs` row has the same group count G and the rows lie inside `w` (internal invariants
+/// of [`super::rows_dot`], checked there).
 ///
 /// # Safety
 /// AVX2, FMA, AVX-512 F, VL and VNNI present.
@@ -129,8 +129,8 @@ pub(super) unsafe fn gemm_avx2(
     }
 }
 
-/// [`gemm`] (`WIDE`: AVX-512 VNNI) or [`gemm_avx2`] for `q6_k` rows (`Q6`, wide only) or 4-bit
-/// ones, `IT` activation rows a tile. Inlined into each caller, so the driver compiles for its
+/// [`gemm`] (`WIDE`: AVX-512 VNNI) or [`gemm_avx2`] for `q6_k` rows (`Q6`) or 4-bit ones, `IT`
+/// activation rows a tile. Inlined into each caller, so the driver compiles for its
 /// features.
 ///
 /// # Safety
