@@ -26,7 +26,7 @@ echo "== web app: native binaries and the tiny bundle =="
 # dev-dependencies and rebuilds wgpu and the engine (3 minutes of a CI run); a package-only
 # build would too.
 cargo build --quiet --profile test --workspace --bins --benches --examples
-bin=target/debug
+bin="${CARGO_TARGET_DIR:-target}/debug"
 "$bin/index-builder" model --base tests/fixtures/qwen3-lora/base --quant f32 --out "$work/tiny" >/dev/null
 "$bin/index-builder" index --corpus tests/web-app/corpus.md --out "$work/tiny" >/dev/null
 # The grounded protocol (the page's test sets it too): `auto` answers a model this small
