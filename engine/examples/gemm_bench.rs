@@ -1,7 +1,7 @@
 //! The CPU's prefill GEMM by layout: one `[5632, COLS]` matrix of random GGUF Q4_K, Q6_K and
-//! Q5_0 blocks as `lq4k`, `lq4h`, `q6_k` and `q8_0`, times ROWS activation rows, the layouts alternated 15
-//! times; the best and the median GEMM and the multiply-adds per second they reach (this
-//! host's speed drifts: alternate builds run by run and compare the best).
+//! Q5_0 blocks as `lq4k`, `lq4h`, `q6_k` and `q8_0`, times ROWS activation rows, the layouts
+//! alternated 15 times; the best and the median GEMM and the multiply-adds per second they
+//! reach (this host's speed drifts: alternate builds run by run and compare the best).
 //! `cargo run --release -p lorekeeper-engine --example gemm_bench [-- THREADS [ROWS [COLS]]]`
 //! (defaults 2, 256, 2048).
 use std::time::Instant;

@@ -65,7 +65,7 @@ pub(super) const IL_MIN_ROWS: usize = 12;
 /// Activation rows from which [`super::avx2::rows`] takes [`gemm_avx2`] for 4-bit rows (`q6_k`
 /// rows from [`IL_MIN_ROWS`]). The tiles' time over this GEMM's, lq4k `[5632, 2048]`, two
 /// threads, best of 15 in two runs: 12 rows 0.97 / 0.89, 16 0.80 / 0.98, 32 1.14 / 1.31, 256
-/// 1.42–1.55; `q6_k` 1.23–1.48 at 12 rows, 2.3 at 256.
+/// 1.50–1.58 (four runs); `q6_k` 1.23 / 1.48 at 12 rows, 2.0–2.7 at 256 (three runs).
 pub(super) const IL_MIN_ROWS_AVX2: usize = 24;
 
 /// Bytes of activation codes one repacked block passes over (kept in L2: 256 rows of
