@@ -58,6 +58,17 @@ pub unsafe fn rows(
             // SAFETY: AVX2, FMA and F16C (this function's contract); not `q8_0`.
             return unsafe { avx2_il::gemm_avx2(w, rows, xs, out) };
         }
+        // And `q8_0` rows whose codes span at most 32 values (GGUF's Q5_0 and Q5_1 blocks).
+        if !vnni && xs.len() >= avx2_il::IL_MIN_ROWS_Q8 && w.layout == BlockLayout::Q8 {
+            let cb = 32 * xs[0].d.len();
+            // SAFETY: AVX2 (this function's contract); `rows` lie inside `w` (`rows_dot`).
+            if let Some(offset) =
+                unsafe { avx2_il::q8_offset(&w.codes[rows.start * cb..rows.end * cb]) }
+            {
+                // SAFETY: AVX2, FMA and F16C; the codes of `rows` in `offset`'s range.
+                return unsafe { avx2_il::gemm_avx2_q8(w, rows, xs, offset, out) };
+            }
+        }
         // SAFETY: AVX2 and FMA present (this function's contract), VNNI where `vnni`; `tiles`
         // passes the lengths the kernels need.
         return match (w.layout, vnni) {

@@ -9,8 +9,9 @@
 //! blocks ([`gemm_avx2`]): each half of eight rows is a 256-bit register, and a `vpmaddubsw`
 //! (codes unsigned, the activation's four bytes broadcast) stands for each `vpdpbusd`, its i16
 //! pairs summed over the group before one `vpmaddwd` widens them ([`tile_avx2`],
-//! [`tile_avx2_q6`]). `q8_0` rows stay on the tiles there: their codes need 8 bits signed, and
-//! `vpmaddubsw` would saturate on them.
+//! [`tile_avx2_q6`]). So do `q8_0` rows whose codes span at most 32 values (GGUF's Q5_0 and
+//! Q5_1 blocks), stored `q + offset` in 0–31 ([`gemm_avx2_q8`], [`tile_avx2_q8`]); wider `q8_0`
+//! codes (GGUF's Q8_0) stay on the tiles there: `vpmaddubsw` would saturate on them.
 //!
 //! Per block of [`IL_ROWS`] weight rows the driver repacks the codes once into a scratch of
 //! `[group][chunk 0..8][row 0..16][4 bytes]` (chunks 0–3: the group's low nibbles, 4–7: its high
@@ -41,6 +42,14 @@ use super::{f16_to_f32, RowBlock};
 use crate::cpu::q8::Q8Row;
 use crate::quant::BlockLayout;
 
+/// [`run`]'s kinds of rows: 4-bit (LQ4, `lq4h`, `lq4k`), `q6_k`, and `q8_0` whose codes span at
+/// most 32 values ([`q8_offset`]).
+const K4: u8 = 0;
+/// See [`K4`].
+const K6: u8 = 1;
+/// See [`K4`].
+const K8: u8 = 2;
+
 /// Weight rows interleaved: the lanes of a 512-bit `vpdpbusd`.
 pub(super) const IL_ROWS: usize = 16;
 
@@ -67,6 +76,12 @@ pub(super) const IL_MIN_ROWS: usize = 12;
 /// threads, best of 15 in two runs: 12 rows 0.97 / 0.89, 16 0.80 / 0.98, 32 1.14 / 1.31, 256
 /// 1.50–1.58 (four runs); `q6_k` 1.23 / 1.48 at 12 rows, 2.0–2.7 at 256 (three runs).
 pub(super) const IL_MIN_ROWS_AVX2: usize = 24;
+
+/// Activation rows from which [`super::avx2::rows`] takes [`gemm_avx2_q8`] for `q8_0` rows of
+/// narrow codes. The tiles' time over this GEMM's, `[5632, 2048]` of random Q5_0 blocks, two
+/// threads, best of 15 in two runs: 16 rows 1.39 / 1.32, 24 1.92 / 1.20, 32 1.75 / 1.13, 256
+/// 1.74 / 1.93.
+pub(super) const IL_MIN_ROWS_Q8: usize = 16;
 
 /// Bytes of activation codes one repacked block passes over (kept in L2: 256 rows of
 /// K = 2048, 93 of K = 5632), so each block is repacked once per prefill chunk of 256 rows
@@ -99,9 +114,9 @@ pub(super) unsafe fn gemm(
     // SAFETY: this function's contract.
     unsafe {
         if w.layout == BlockLayout::Q6 {
-            run::<true, true, IT_Q6>(w, rows, xs, out)
+            run::<true, K6, IT_Q6>(w, rows, xs, 32, out)
         } else {
-            run::<true, false, IT_4BIT>(w, rows, xs, out)
+            run::<true, K4, IT_4BIT>(w, rows, xs, 0, out)
         }
     }
 }
@@ -122,24 +137,76 @@ pub(super) unsafe fn gemm_avx2(
     // SAFETY: this function's contract.
     unsafe {
         if w.layout == BlockLayout::Q6 {
-            run::<false, true, IT_AVX2>(w, rows, xs, out)
+            run::<false, K6, IT_AVX2>(w, rows, xs, 32, out)
         } else {
-            run::<false, false, IT_AVX2>(w, rows, xs, out)
+            run::<false, K4, IT_AVX2>(w, rows, xs, 0, out)
         }
     }
 }
 
-/// [`gemm`] (`WIDE`: AVX-512 VNNI) or [`gemm_avx2`] for `q6_k` rows (`Q6`) or 4-bit ones, `IT`
-/// activation rows a tile. Inlined into each caller, so the driver compiles for its
-/// features.
+/// [`gemm_avx2`] for `q8_0` rows whose codes q all lie in `−offset..=31 − offset`
+/// ([`q8_offset`]; GGUF's Q5_0 and Q5_1 blocks become such rows): stored as `q + offset`
+/// (0–31) in the repacked blocks, the offset taken off in integers as `q6_k`'s is
+/// ([`tile_avx2_q8`]).
+///
+/// # Safety
+/// AVX2, FMA and F16C present; `w` a `q8_0` layout whose rows `rows` have codes in that range;
+/// the rest as [`gemm`].
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn gemm_avx2_q8(
+    w: RowBlock<'_>,
+    rows: std::ops::Range<usize>,
+    xs: &[Q8Row<'_>],
+    offset: i32,
+    out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
+) {
+    // SAFETY: this function's contract.
+    unsafe { run::<false, K8, IT_AVX2>(w, rows, xs, offset, out) }
+}
+
+/// The offset that brings every code of `codes` (a `q8_0` matrix's rows) into 0–31, where
+/// their values span at most 32 (`max − min ≤ 31`): `−min`. `None` for wider codes (GGUF's
+/// Q8_0 blocks), which `vpmaddubsw` would saturate on. One pass of byte minima and maxima
+/// over the rows (a few hundredths of the GEMM's time).
+///
+/// # Safety
+/// AVX2 present.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn q8_offset(codes: &[u8]) -> Option<i32> {
+    let chunks = codes.chunks_exact(32);
+    let tail = chunks.remainder();
+    // SAFETY: each chunk holds 32 bytes.
+    let (lo, hi) = unsafe {
+        let (mut lo, mut hi) = (_mm256_set1_epi8(i8::MAX), _mm256_set1_epi8(i8::MIN));
+        for c in chunks {
+            let v = _mm256_loadu_si256(c.as_ptr() as *const __m256i);
+            (lo, hi) = (_mm256_min_epi8(lo, v), _mm256_max_epi8(hi, v));
+        }
+        let (mut l, mut h) = ([0i8; 32], [0i8; 32]);
+        _mm256_storeu_si256(l.as_mut_ptr() as *mut __m256i, lo);
+        _mm256_storeu_si256(h.as_mut_ptr() as *mut __m256i, hi);
+        let t = tail.iter().map(|&b| b as i8);
+        (
+            l.into_iter().chain(t.clone()).min().unwrap_or(0) as i32,
+            h.into_iter().chain(t).max().unwrap_or(0) as i32,
+        )
+    };
+    (hi - lo <= 31).then_some(-lo)
+}
+
+/// [`gemm`] (`WIDE`: AVX-512 VNNI), [`gemm_avx2`] or [`gemm_avx2_q8`] for rows of kind `KIND`
+/// ([`K4`], [`K6`], [`K8`]), `IT` activation rows a tile; `offset` is what the repacked codes
+/// carry over the stored ones (`q6_k`'s 32, [`q8_offset`]'s). Inlined into each caller, so the
+/// driver compiles for its features.
 ///
 /// # Safety
 /// The features of the caller: [`gemm`]'s where `WIDE`, else [`gemm_avx2`]'s.
 #[inline(always)]
-unsafe fn run<const WIDE: bool, const Q6: bool, const IT: usize>(
+unsafe fn run<const WIDE: bool, const KIND: u8, const IT: usize>(
     w: RowBlock<'_>,
     rows: std::ops::Range<usize>,
     xs: &[Q8Row<'_>],
+    offset: i32,
     out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
 ) {
     let Some(last) = xs.len().checked_sub(1) else {
@@ -158,12 +225,13 @@ unsafe fn run<const WIDE: bool, const Q6: bool, const IT: usize>(
     let tiles_x: Vec<[Q8Row<'_>; IT]> = (0..xs.len().div_ceil(IT))
         .map(|i| std::array::from_fn(|t| xs[(i * IT + t).min(last)]))
         .collect();
-    // `q6_k`: per activation row and group `32·Σqx` of each half (the codes' offset).
-    let mut bias = vec![0i32; if Q6 { 2 * groups * xs.len() } else { 0 }];
-    if Q6 {
+    // `q6_k` and `q8_0`: per activation row and group `offset·Σqx` of each half (what the
+    // codes' offset adds to the sums).
+    let mut bias = vec![0i32; if KIND != K4 { 2 * groups * xs.len() } else { 0 }];
+    if KIND != K4 {
         for (x, b) in xs.iter().zip(bias.chunks_exact_mut(2 * groups)) {
             for (h, b) in b.iter_mut().enumerate() {
-                *b = 32
+                *b = offset
                     * x.qs[16 * h..16 * h + 16]
                         .iter()
                         .map(|&q| q as i32)
@@ -186,7 +254,7 @@ unsafe fn run<const WIDE: bool, const Q6: bool, const IT: usize>(
             for k in 0..IL_ROWS {
                 let r = row(k);
                 let subs = &w.subs[r * sb..(r + 1) * sb];
-                if Q6 {
+                if KIND == K6 {
                     // `q6_k`: the halves' scales `d·sc_lo`, `d·sc_hi`.
                     for (g, word) in subs.chunks_exact(4).enumerate() {
                         let d = f16_to_f32(u16::from_le_bytes([word[2], word[3]]));
@@ -201,15 +269,15 @@ unsafe fn run<const WIDE: bool, const Q6: bool, const IT: usize>(
                 }
             }
             // SAFETY: the features (this function's contract); `src` rows hold 16·G bytes
-            // (`q6_k`: 24·G), `codes` GROUP_BYTES·G.
+            // (`q6_k`: 24·G, `q8_0`: 32·G), `codes` GROUP_BYTES·G.
             unsafe {
                 for (half, src) in src.chunks_exact(HALF).enumerate() {
-                    repack(src, Q6, groups, &mut codes, half);
+                    repack(src, KIND, offset, groups, &mut codes, half);
                 }
             }
             for (i, x) in block.iter().enumerate() {
                 let mi0 = (b * act_tiles + i) * IT;
-                // `q6_k`: the tile's rows' offsets (empty for 4-bit rows).
+                // The tile's rows' offsets (empty for 4-bit rows).
                 let bias: [&[i32]; IT] = std::array::from_fn(|t| {
                     let mi = (mi0 + t).min(last);
                     bias.get(2 * groups * mi..2 * groups * (mi + 1))
@@ -218,12 +286,16 @@ unsafe fn run<const WIDE: bool, const Q6: bool, const IT: usize>(
                 let r = &mut res[2 * IL_ROWS * IT * i..2 * IL_ROWS * IT * (i + 1)];
                 // SAFETY: the features; `codes` GROUP_BYTES·G bytes, `sc`/`mn` 16·G floats,
                 // every activation row G groups (qs 32·G, d and sum G), `bias` rows 2·G
-                // where `Q6`, `r` 2·16 floats per activation row of the tile.
+                // but for 4-bit rows, `r` 2·16 floats per activation row of the tile.
                 unsafe {
-                    if WIDE {
-                        tile::<Q6, IT>(&codes, &sc, &mn, x, &bias, groups, r)
-                    } else if Q6 {
+                    if WIDE && KIND == K6 {
+                        tile::<true, IT>(&codes, &sc, &mn, x, &bias, groups, r)
+                    } else if WIDE {
+                        tile::<false, IT>(&codes, &sc, &mn, x, &bias, groups, r)
+                    } else if KIND == K6 {
                         tile_avx2_q6::<IT>(&codes, &sc, &mn, x, &bias, groups, r)
+                    } else if KIND == K8 {
+                        tile_avx2_q8::<IT>(&codes, &sc, &mn, x, &bias, groups, r)
                     } else {
                         tile_avx2::<IT>(&codes, &sc, &mn, x, groups, r)
                     }
@@ -254,32 +326,38 @@ unsafe fn run<const WIDE: bool, const Q6: bool, const IT: usize>(
     }
 }
 
-/// Eight rows' codes (16·G bytes each, the LQ4 nibble order; `q6_k`: 24·G) into half `half` of
-/// `out`'s `[group][chunk][row 0..16][4 bytes]`, one code per byte: per group each row's 16
-/// bytes become `[low nibbles | high nibbles]` (`q6_k`: its 32 codes `q + 32` in weight order),
+/// Eight rows' codes (16·G bytes each, the LQ4 nibble order; `q6_k`: 24·G; `q8_0`: 32·G) into
+/// half `half` of `out`'s `[group][chunk][row 0..16][4 bytes]`, one code per byte: per group
+/// each row's 16 bytes become `[low nibbles | high nibbles]` (`q6_k`: its 32 codes `q + 32` in
+/// weight order; `q8_0`: its 32 codes `q + offset`),
 /// eight 32-bit words, chunks 0–7, and the 8×8 matrix of words is transposed, so chunk c's 32
 /// bytes of this half hold the eight rows' four codes (rows `8·half..8·half + 8` of the chunk's
 /// 64 bytes).
 ///
 /// # Safety
-/// AVX2 present; `src` eight rows of 16·G bytes (`q6_k`: 24·G), `out` [`GROUP_BYTES`]·G,
-/// `half` 0 or 1.
+/// AVX2 present; `src` eight rows of 16·G bytes (`q6_k`: 24·G, `q8_0`: 32·G), `out`
+/// [`GROUP_BYTES`]·G, `half` 0 or 1.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn repack(src: &[&[u8]], q6: bool, groups: usize, out: &mut [u8], half: usize) {
-    // SAFETY: group g reads src[k][16g..16g+16] (`q6_k`: its group's bytes of 24·G) and
-    // writes 32 bytes of each 64-byte chunk of out[512g..512g+512].
+unsafe fn repack(src: &[&[u8]], kind: u8, offset: i32, groups: usize, out: &mut [u8], half: usize) {
+    // SAFETY: group g reads src[k][16g..16g+16] (`q6_k`: its group's bytes of 24·G, `q8_0`:
+    // src[k][32g..32g+32]) and writes 32 bytes of each 64-byte chunk of out[512g..512g+512].
     unsafe {
         let mask = _mm256_set1_epi8(0x0F);
+        // The offset's byte (wrapping: the codes plus it lie in 0..=31).
+        let add = _mm256_set1_epi8(offset as i8);
         for g in 0..groups {
             // Plain loops, not `array::from_fn` closures: the compiler left one out of line
             // (measured: 10 % of a 16-token prefill), a call per row and group with every
             // vector passed through memory.
             let mut y = [_mm256_setzero_si256(); HALF];
             for (k, y) in y.iter_mut().enumerate() {
-                *y = if q6 {
+                *y = if kind == K6 {
                     let v = super::avx2_q6::unpack(src[k].as_ptr(), groups, g);
-                    _mm256_add_epi8(v, _mm256_set1_epi8(32))
+                    _mm256_add_epi8(v, add)
+                } else if kind == K8 {
+                    let v = _mm256_loadu_si256(src[k].as_ptr().add(32 * g) as *const __m256i);
+                    _mm256_add_epi8(v, add)
                 } else {
                     let v = _mm_loadu_si128(src[k].as_ptr().add(16 * g) as *const __m128i);
                     _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16::<4>(v), v), mask)
@@ -537,6 +615,76 @@ unsafe fn tile_avx2_q6<const IT: usize>(
                 let o = r.as_mut_ptr().add(2 * IL_ROWS * t + HALF * h);
                 _mm256_storeu_ps(o, *acc);
                 _mm256_storeu_ps(o.add(IL_ROWS), _mm256_setzero_ps());
+            }
+        }
+    }
+}
+
+/// [`tile_avx2`] for `q8_0` rows of codes `q + offset` in 0–31 ([`gemm_avx2_q8`]; activations
+/// in natural order): per group, half of eight rows and activation row, each half group
+/// (chunks 0–3 and 4–7) four `vpmaddubsw` summed in i16 (at most 4·2·31·128 = 31744) and
+/// widened by one `vpmaddwd`; the group's sum less its `bias` (`offset·Σqx`, exact in
+/// integers), one conversion and one FMA by `d·dx`; the min terms (GGUF's Q5_1 `m`) in a
+/// second pass as [`tile_avx2`]'s.
+///
+/// # Safety
+/// AVX2 and FMA present; the lengths of [`tile`], `bias` rows 2·G.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile_avx2_q8<const IT: usize>(
+    codes: &[u8],
+    sc: &[f32],
+    mn: &[f32],
+    x: &[Q8Row<'_>; IT],
+    bias: &[&[i32]; IT],
+    groups: usize,
+    r: &mut [f32],
+) {
+    // SAFETY: group g reads codes[512g..512g+512], sc/mn[16g..16g+16], each row's
+    // qs[32g..32g+32], d/sum[g] and bias[2g..2g+2]; `r` holds 32·IT floats.
+    unsafe {
+        let ones = _mm256_set1_epi16(1);
+        for h in 0..2 {
+            let cp = codes.as_ptr().add(HALF * 4 * h);
+            let mut acc = [_mm256_setzero_ps(); IT];
+            for g in 0..groups {
+                let mut q = [_mm256_setzero_si256(); IT];
+                for k in 0..2 {
+                    let mut p = [_mm256_setzero_si256(); IT];
+                    for c in 4 * k..4 * k + 4 {
+                        let wv =
+                            _mm256_loadu_si256(cp.add(GROUP_BYTES * g + 64 * c) as *const __m256i);
+                        for (t, p) in p.iter_mut().enumerate() {
+                            let at = x[t].qs.as_ptr().add(32 * g + 4 * c);
+                            let xb = _mm256_set1_epi32(std::ptr::read_unaligned(at as *const i32));
+                            *p = _mm256_add_epi16(*p, _mm256_maddubs_epi16(wv, xb));
+                        }
+                    }
+                    for (q, p) in q.iter_mut().zip(&p) {
+                        *q = _mm256_add_epi32(*q, _mm256_madd_epi16(*p, ones));
+                    }
+                }
+                let s = _mm256_loadu_ps(sc.as_ptr().add(IL_ROWS * g + HALF * h));
+                for (t, (acc, q)) in acc.iter_mut().zip(&q).enumerate() {
+                    let b = bias[t].as_ptr().add(2 * g);
+                    let f =
+                        _mm256_cvtepi32_ps(_mm256_sub_epi32(*q, _mm256_set1_epi32(*b + *b.add(1))));
+                    let dx = _mm256_set1_ps(*x[t].d.get_unchecked(g));
+                    *acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), *acc);
+                }
+            }
+            let mut min = [_mm256_setzero_ps(); IT];
+            for g in 0..groups {
+                let m = _mm256_loadu_ps(mn.as_ptr().add(IL_ROWS * g + HALF * h));
+                for (t, min) in min.iter_mut().enumerate() {
+                    let sum = _mm256_set1_ps(*x[t].sum.get_unchecked(g));
+                    *min = _mm256_fmadd_ps(m, sum, *min);
+                }
+            }
+            for t in 0..IT {
+                let o = r.as_mut_ptr().add(2 * IL_ROWS * t + HALF * h);
+                _mm256_storeu_ps(o, acc[t]);
+                _mm256_storeu_ps(o.add(IL_ROWS), min[t]);
             }
         }
     }

@@ -37,6 +37,25 @@ pub(crate) fn random_q8_0(rng: &mut Pcg32, rows: usize, k: usize) -> Q4Matrix {
     Q4Matrix::from_ggml_q8_0("w", rows, k, &raw).expect("q8_0")
 }
 
+/// `q8_0` rows whose codes span 32 values from `lo` (as GGUF's Q5_0 blocks become with `lo` −16,
+/// Q5_1's with 0), `lo` and `lo + 31` in every row.
+pub(crate) fn random_q8_narrow(rng: &mut Pcg32, rows: usize, k: usize, lo: i32) -> Q4Matrix {
+    let mut raw = Vec::new();
+    for b in 0..rows * k / 32 {
+        let d = half::f16::from_f32(0.001 + 0.002 * rng.normal_vec(1, 1.0)[0].abs());
+        raw.extend(d.to_bits().to_le_bytes());
+        raw.extend((0..32).map(|i| {
+            let q = match (b % (k / 32), i) {
+                (0, 0) => lo,
+                (0, 1) => lo + 31,
+                _ => lo + (rng.next_u32() % 32) as i32,
+            };
+            q as i8 as u8
+        }));
+    }
+    Q4Matrix::from_ggml_q8_0("w", rows, k, &raw).expect("q8_0")
+}
+
 /// `q6_k` rows as GGUF's Q6_K blocks become (see [`crate::quant`]): random 6-bit codes, per
 /// group two random signed 8-bit half scales over the whole range (−128 included) and a
 /// positive f16 `d`.
@@ -335,16 +354,18 @@ fn every_isa_matches_f64_on_half_scale_rows() {
     }
 }
 
-/// [`rows_dot`] on every ISA and layout (LQ4, `lq4h`, `q8_0`, `q6_k`, `lq4k`) against the scalar
-/// row forms, one to 22 activation rows, a block of rows that starts and ends inside the matrix, on group
-/// counts that leave every remainder of the four-group step.
+/// [`rows_dot`] on every ISA and layout (LQ4, `lq4h`, `q8_0` with codes of 8 bits and of 5 at
+/// three offsets, mins in one, `q6_k`, `lq4k`) against the scalar row forms, one to 26
+/// activation rows, a block of rows that starts and ends inside the matrix, on group counts
+/// that leave every remainder of the four-group step.
 #[test]
 fn rows_dot_matches_the_row_forms_on_every_isa() {
     let mut rng = Pcg32::new(21);
     // Activation rows 1 (decode), 2, 5 and 9 (AVX2's tiles of four, with a partial one; 4-bit
     // and 8-bit rows), 17 and 22 (the interleaved GEMM from 12 rows: VNNI's, and AVX2's for
-    // `q6_k`, with partial tiles), 26 (AVX2's for 4-bit rows too); weight rows 2..19 (four sets
-    // of four and a single row; a block of sixteen and a partial one).
+    // `q6_k` and narrow `q8_0` from 16, with partial tiles), 26 (AVX2's for 4-bit rows too);
+    // weight rows 2..19 (four sets of four and a single row; a block of sixteen and a partial
+    // one).
     for (groups, m) in [
         (1usize, 5),
         (6, 2),
@@ -366,8 +387,19 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
             let m = half::f16::from_f32(rng.normal_vec(1, 0.01)[0]);
             *word |= (m.to_bits() as u32) << 16;
         }
+        // Narrow `q8_0` codes (AVX2's interleaved GEMM), with mins as Q5_1's and offset.
+        let mut narrow = random_q8_narrow(&mut Pcg32::new(300 + groups as u64), rows, k, 0);
+        let sm = narrow.sm_offset();
+        let mut r = Pcg32::new(400 + groups as u64);
+        for word in &mut narrow.data[sm..] {
+            let m = half::f16::from_f32(r.normal_vec(1, 0.01)[0]);
+            *word |= (m.to_bits() as u32) << 16;
+        }
         let mats = [
             Q4Matrix::quantize("w", rows, k, &wf).expect("quantize"),
+            random_q8_narrow(&mut Pcg32::new(500 + groups as u64), rows, k, -16),
+            random_q8_narrow(&mut Pcg32::new(600 + groups as u64), rows, k, -20),
+            narrow,
             random_q4_1(&mut rng, rows, k),
             random_q8_0(&mut rng, rows, k),
             with_mins,
