@@ -172,16 +172,59 @@ pub fn wants(question: &str) -> Wants {
 /// English words by which a question asks for a name as such ("what is the name of …", "what
 /// is the Hatter's real name?"), not only for someone ("who …").
 const NAME_WORDS: &[&str] = &["name", "named", "names", "surname"];
-/// English words that ask for someone rather than a name as such.
-const WHO_ASKS: &[&str] = &["who", "whom"];
+/// English words that ask for someone rather than a name as such ("Whose name does the White
+/// Rabbit call out …?" asks for the witness).
+const WHO_ASKS: &[&str] = &["who", "whom", "whose"];
+
+/// English words by which a text gives a name as a name: the name word itself, a verb of
+/// naming, a title that only comes before a name (`Mr. Yoshikawa`). Plain words, as
+/// [`plain_words`] reads them (`call'd`, `Mr.` → `mr`).
+const NAMING_WORDS: &[&str] = &[
+    "name",
+    "names",
+    "named",
+    "surname",
+    "surnamed",
+    "nickname",
+    "nicknamed",
+    "christened",
+    "call",
+    "calls",
+    "called",
+    "call'd",
+    "calling",
+    "known as",
+    "mr",
+    "mrs",
+    "miss",
+    "dr",
+    "mister",
+];
+
+/// Does the English `text` give a name as a name ([`NAMING_WORDS`]: "a brass plate with the
+/// name `W. RABBIT'", "call'd Antonio", "Mr. Yoshikawa")? A question that asks for a name as
+/// such ([`names_asked`]) is not answered by a span that only mentions someone: asked for the
+/// name of the narrator's brother, "My brother was to be seen studying English hard" names a
+/// language, not him.
+pub fn gives_a_name(text: &str) -> bool {
+    holds_phrase(text, NAMING_WORDS, &[])
+}
 
 /// Does the English `question` ask for a name as such (`NAME_WORDS`, and not "who …": "Who
 /// tells Hamlet … a land worth nothing except its name?" asks for someone)? Its answer must be
 /// a name the evidence gives: the reader abstains when the best span gives none
-/// ([`super::reader::kind_shortfall`]).
+/// ([`super::reader::kind_shortfall`]). The question's first question word decides: in "What
+/// is the name of the King of Tunis whom Claribel married?" "whom" only relates.
 pub fn names_asked(question: &str) -> bool {
-    holds_phrase(question, NAME_WORDS, &[]) && !holds_phrase(question, WHO_ASKS, &[])
+    let lower = question.to_lowercase();
+    let first_asking = plain_words(&lower).find(|w| QUESTION_WORDS.contains(w));
+    holds_phrase(question, NAME_WORDS, &[]) && !first_asking.is_some_and(|w| WHO_ASKS.contains(&w))
 }
+
+/// English question words, the first of which says what a question asks ([`names_asked`]).
+const QUESTION_WORDS: &[&str] = &[
+    "who", "whom", "whose", "what", "which", "where", "when", "why", "how",
+];
 
 /// Does `question` ask "which …" or "what …" of someone ([`WHO_NOUNS`]), a few words
 /// ([`WHO_BETWEEN`]) allowed between?

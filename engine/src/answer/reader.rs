@@ -203,10 +203,11 @@ pub fn shortfall(
 /// span `best` (the one the answer is built from) does not give: a number when it asks "how
 /// many …" and the span holds none; a name when it asks for a name as such
 /// ([`super::asks::names_asked`]) and the span gives no short answer ([`Span::short`]: no
-/// name the question lacks, or several); and whatever the kind, when the span does not
-/// mention the thing the question asks about ([`super::asks::focus`]: the nephew whose name
-/// is asked, the legs counted, an age). `None` when it gives what is asked, or the question
-/// asks for none of these.
+/// name the question lacks, or several); whatever the kind, when the span does not mention
+/// the thing the question asks about ([`super::asks::focus`]: the nephew whose name is asked,
+/// the legs counted, an age); and for a name as such, when the span gives no name as a name
+/// ([`super::asks::gives_a_name`]: named, called, `Mr. …`). `None` when it gives what is
+/// asked, or the question asks for none of these.
 ///
 /// On the four English sets (263 answerable and 54 on-story unanswerable questions) the
 /// kind of answer the best span lacks is the one signal that tells them apart (README,
@@ -229,6 +230,16 @@ pub fn kind_shortfall(question: &str, wants: Wants, best: Option<&Span>) -> Opti
             "the best span does not mention what the question asks about ({})",
             focus.join(" / ")
         ));
+    }
+    if wants == Wants::Name
+        && super::asks::names_asked(question)
+        && !super::asks::gives_a_name(&said)
+    {
+        return Some(
+            "the question asks for a name and the best span gives none as a name (named, \
+             called, Mr. …)"
+                .to_string(),
+        );
     }
     None
 }

@@ -455,6 +455,16 @@ fn abstains_when_the_best_span_lacks_the_kind_of_answer_asked_for() {
         "Who tells Hamlet of a land worth nothing except its name?"
     ));
     assert!(!names_asked("Who did Alice follow?"));
+    assert!(!names_asked(
+        "Whose name does the White Rabbit call out as the next witness?"
+    ));
+    assert!(!names_asked(
+        "In the last act, who reads out the name on the letter?"
+    ));
+    // A relative "whom" or "whose" after the question word does not ask who.
+    assert!(names_asked(
+        "What is the name of the King of Tunis whom Claribel married?"
+    ));
     assert!(!names_asked("宝玉的丫头叫什么名字？"));
     assert!(!names_asked("What did the Hatter say?"));
 
@@ -473,15 +483,31 @@ fn abstains_when_the_best_span_lacks_the_kind_of_answer_asked_for() {
     assert_eq!(kind_shortfall(q, Wants::Number, None), None);
 
     let q = "What is the name of Alice's sister?";
-    let mut best = Span::of(0, "said Alice, and she told her sister,");
+    let mut best = Span::of(0, "said Alice, and she told her sister, called");
     best.kind = NAME_FIT;
     let why = kind_shortfall(q, Wants::Name, Some(&best)).expect("abstains");
-    assert!(why.contains("name"), "{why}");
+    assert!(why.contains("gives none the question lacks"), "{why}");
     best.short = Some(Short {
         text: "Dinah".into(),
         passage: 0,
     });
+    best.rest = " Dinah,".into();
     assert_eq!(kind_shortfall(q, Wants::Name, Some(&best)), None);
+    // A name the span gives, but not as a name: it names someone, not the sister's name.
+    best.text = "said Alice, and she told her sister of Dinah,".into();
+    best.rest.clear();
+    let why = kind_shortfall(q, Wants::Name, Some(&best)).expect("abstains");
+    assert!(why.contains("none as a name"), "{why}");
+    // Given as a name, by the name word, a verb of naming or a title.
+    for said in [
+        "her sister, whose name was Dinah,",
+        "her sister, christened Dinah,",
+        "her sister, Miss Dinah,",
+    ] {
+        best.text = said.into();
+        assert_eq!(kind_shortfall(q, Wants::Name, Some(&best)), None, "{said}");
+    }
+    best.text = "said Alice, and she told her sister, called Dinah,".into();
     // A name, but the span does not say whose brother it is.
     let q = "What is the name of Alice's brother?";
     let why = kind_shortfall(q, Wants::Name, Some(&best)).expect("abstains");
