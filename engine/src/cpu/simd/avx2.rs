@@ -56,7 +56,7 @@ pub unsafe fn rows(
         };
         if !vnni && xs.len() >= from && w.layout != BlockLayout::Q8 {
             // SAFETY: AVX2, FMA and F16C (this function's contract); not `q8_0`.
-            return unsafe { avx2_il::gemm_avx2(w, rows, xs, out) };
+            return unsafe { avx2_il::gemm_avx2(w, rows, xs, 0, out) };
         }
         // And `q8_0` rows whose codes span at most 32 values (GGUF's Q5_0 and Q5_1 blocks).
         if !vnni && xs.len() >= avx2_il::IL_MIN_ROWS_Q8 && w.layout == BlockLayout::Q8 {
@@ -66,7 +66,7 @@ pub unsafe fn rows(
                 unsafe { avx2_il::q8_offset(&w.codes[rows.start * cb..rows.end * cb]) }
             {
                 // SAFETY: AVX2, FMA and F16C; the codes of `rows` in `offset`'s range.
-                return unsafe { avx2_il::gemm_avx2_q8(w, rows, xs, offset, out) };
+                return unsafe { avx2_il::gemm_avx2(w, rows, xs, offset, out) };
             }
         }
         // SAFETY: AVX2 and FMA present (this function's contract), VNNI where `vnni`; `tiles`

@@ -10,7 +10,7 @@
 //! (codes unsigned, the activation's four bytes broadcast) stands for each `vpdpbusd`, its i16
 //! pairs summed over the group before one `vpmaddwd` widens them ([`tile_avx2`],
 //! [`tile_avx2_q6`]). So do `q8_0` rows whose codes span at most 32 values (GGUF's Q5_0 and
-//! Q5_1 blocks), stored `q + offset` in 0–31 ([`gemm_avx2_q8`], [`tile_avx2_q8`]); wider `q8_0`
+//! Q5_1 blocks), stored `q + offset` in 0–31 ([`q8_offset`], [`tile_avx2_q8`]); wider `q8_0`
 //! codes (GGUF's Q8_0) stay on the tiles there: `vpmaddubsw` would saturate on them.
 //!
 //! Per block of [`IL_ROWS`] weight rows the driver repacks the codes once into a scratch of
@@ -77,8 +77,8 @@ pub(super) const IL_MIN_ROWS: usize = 12;
 /// 1.50–1.58 (four runs); `q6_k` 1.23 / 1.48 at 12 rows, 2.0–2.7 at 256 (three runs).
 pub(super) const IL_MIN_ROWS_AVX2: usize = 24;
 
-/// Activation rows from which [`super::avx2::rows`] takes [`gemm_avx2_q8`] for `q8_0` rows of
-/// narrow codes. The tiles' time over this GEMM's, `[5632, 2048]` of random Q5_0 blocks, two
+/// Activation rows from which [`super::avx2::rows`] takes [`gemm_avx2`] for `q8_0` rows of
+/// narrow codes ([`q8_offset`]). The tiles' time over this GEMM's, `[5632, 2048]` of random Q5_0 blocks, two
 /// threads, best of 15 in two runs: 16 rows 1.39 / 1.32, 24 1.92 / 1.20, 32 1.75 / 1.13, 256
 /// 1.74 / 1.93.
 pub(super) const IL_MIN_ROWS_Q8: usize = 16;
@@ -121,53 +121,39 @@ pub(super) unsafe fn gemm(
     }
 }
 
-/// [`gemm`] with AVX2 alone, for 4-bit rows (LQ4, `lq4h`, `lq4k`) and `q6_k` ones: the same
-/// repacked blocks, each half of eight rows a 256-bit register, `vpmaddubsw` for `vpdpbusd`
-/// ([`tile_avx2`], [`tile_avx2_q6`]).
+/// [`gemm`] with AVX2 alone, for 4-bit rows (LQ4, `lq4h`, `lq4k`), `q6_k` ones and `q8_0`
+/// ones whose codes q all lie in `−offset..=31 − offset` (`q8_offset`, from [`q8_offset`]; GGUF's
+/// Q5_0 and Q5_1 blocks become such rows): the same repacked blocks, each half of eight rows a
+/// 256-bit register, `vpmaddubsw` for `vpdpbusd` ([`tile_avx2`], [`tile_avx2_q6`],
+/// [`tile_avx2_q8`]: `q8_0` codes stored as `q + offset`, 0–31, the offset taken off in
+/// integers as `q6_k`'s is).
 ///
 /// # Safety
-/// AVX2, FMA and F16C present; `w` a 4-bit or `q6_k` layout; the rest as [`gemm`].
+/// AVX2, FMA and F16C present; `w` a 4-bit or `q6_k` layout, or a `q8_0` one whose rows `rows`
+/// have codes in `q8_offset`'s range; the rest as [`gemm`].
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn gemm_avx2(
     w: RowBlock<'_>,
     rows: std::ops::Range<usize>,
     xs: &[Q8Row<'_>],
+    q8_offset: i32,
     out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
 ) {
     // SAFETY: this function's contract.
     unsafe {
-        if w.layout == BlockLayout::Q6 {
-            run::<false, K6, IT_AVX2>(w, rows, xs, 32, out)
-        } else {
-            run::<false, K4, IT_AVX2>(w, rows, xs, 0, out)
+        match w.layout {
+            BlockLayout::Q6 => run::<false, K6, IT_AVX2>(w, rows, xs, 32, out),
+            BlockLayout::Q8 => run::<false, K8, IT_AVX2>(w, rows, xs, q8_offset, out),
+            _ => run::<false, K4, IT_AVX2>(w, rows, xs, 0, out),
         }
     }
 }
 
-/// [`gemm_avx2`] for `q8_0` rows whose codes q all lie in `−offset..=31 − offset`
-/// ([`q8_offset`]; GGUF's Q5_0 and Q5_1 blocks become such rows): stored as `q + offset`
-/// (0–31) in the repacked blocks, the offset taken off in integers as `q6_k`'s is
-/// ([`tile_avx2_q8`]).
-///
-/// # Safety
-/// AVX2, FMA and F16C present; `w` a `q8_0` layout whose rows `rows` have codes in that range;
-/// the rest as [`gemm`].
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn gemm_avx2_q8(
-    w: RowBlock<'_>,
-    rows: std::ops::Range<usize>,
-    xs: &[Q8Row<'_>],
-    offset: i32,
-    out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
-) {
-    // SAFETY: this function's contract.
-    unsafe { run::<false, K8, IT_AVX2>(w, rows, xs, offset, out) }
-}
-
 /// The offset that brings every code of `codes` (a `q8_0` matrix's rows) into 0–31, where
 /// their values span at most 32 (`max − min ≤ 31`): `−min`. `None` for wider codes (GGUF's
-/// Q8_0 blocks), which `vpmaddubsw` would saturate on. One pass of byte minima and maxima
-/// over the rows (a few hundredths of the GEMM's time).
+/// Q8_0 blocks), which `vpmaddubsw` would saturate on. One more pass over the rows' codes
+/// (byte minima and maxima), counted in [`IL_MIN_ROWS_Q8`]'s ratios: the GEMM pays it back from
+/// 16 activation rows.
 ///
 /// # Safety
 /// AVX2 present.
@@ -194,7 +180,7 @@ pub(super) unsafe fn q8_offset(codes: &[u8]) -> Option<i32> {
     (hi - lo <= 31).then_some(-lo)
 }
 
-/// [`gemm`] (`WIDE`: AVX-512 VNNI), [`gemm_avx2`] or [`gemm_avx2_q8`] for rows of kind `KIND`
+/// [`gemm`] (`WIDE`: AVX-512 VNNI) or [`gemm_avx2`] for rows of kind `KIND`
 /// ([`K4`], [`K6`], [`K8`]), `IT` activation rows a tile; `offset` is what the repacked codes
 /// carry over the stored ones (`q6_k`'s 32, [`q8_offset`]'s). Inlined into each caller, so the
 /// driver compiles for its features.
@@ -536,19 +522,7 @@ unsafe fn tile_avx2<const IT: usize>(
                     *acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), *acc);
                 }
             }
-            let mut min = [_mm256_setzero_ps(); IT];
-            for g in 0..groups {
-                let m = _mm256_loadu_ps(mn.as_ptr().add(IL_ROWS * g + HALF * h));
-                for (t, min) in min.iter_mut().enumerate() {
-                    let sum = _mm256_set1_ps(*x[t].sum.get_unchecked(g));
-                    *min = _mm256_fmadd_ps(m, sum, *min);
-                }
-            }
-            for t in 0..IT {
-                let o = r.as_mut_ptr().add(2 * IL_ROWS * t + HALF * h);
-                _mm256_storeu_ps(o, acc[t]);
-                _mm256_storeu_ps(o.add(IL_ROWS), min[t]);
-            }
+            store_avx2(&acc, mn, x, groups, h, r);
         }
     }
 }
@@ -620,7 +594,7 @@ unsafe fn tile_avx2_q6<const IT: usize>(
     }
 }
 
-/// [`tile_avx2`] for `q8_0` rows of codes `q + offset` in 0–31 ([`gemm_avx2_q8`]; activations
+/// [`tile_avx2`] for `q8_0` rows of codes `q + offset` in 0–31 ([`q8_offset`]; activations
 /// in natural order): per group, half of eight rows and activation row, each half group
 /// (chunks 0–3 and 4–7) four `vpmaddubsw` summed in i16 (at most 4·2·31·128 = 31744) and
 /// widened by one `vpmaddwd`; the group's sum less its `bias` (`offset·Σqx`, exact in
@@ -673,19 +647,43 @@ unsafe fn tile_avx2_q8<const IT: usize>(
                     *acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), *acc);
                 }
             }
-            let mut min = [_mm256_setzero_ps(); IT];
-            for g in 0..groups {
-                let m = _mm256_loadu_ps(mn.as_ptr().add(IL_ROWS * g + HALF * h));
-                for (t, min) in min.iter_mut().enumerate() {
-                    let sum = _mm256_set1_ps(*x[t].sum.get_unchecked(g));
-                    *min = _mm256_fmadd_ps(m, sum, *min);
-                }
+            store_avx2(&acc, mn, x, groups, h, r);
+        }
+    }
+}
+
+/// Half `h` of a tile's results with AVX2 alone: per activation row t the eight rows' sums
+/// `acc[t]` and their min terms `Σ_g mn_k[g]·Σx_t[g]` (a pass of their own over the groups:
+/// their registers would crowd the products'), stored as [`tile`] stores its sixteen.
+///
+/// # Safety
+/// AVX2 and FMA present; `mn` 16·G floats, every activation row G groups, `r` 32·IT floats,
+/// `h` 0 or 1.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn store_avx2<const IT: usize>(
+    acc: &[__m256; IT],
+    mn: &[f32],
+    x: &[Q8Row<'_>; IT],
+    groups: usize,
+    h: usize,
+    r: &mut [f32],
+) {
+    // SAFETY: group g reads mn[16g + 8h..16g + 8h + 8] and each row's sum[g]; row t writes
+    // r[32t + 8h..32t + 8h + 8] and r[32t + 16 + 8h..32t + 16 + 8h + 8].
+    unsafe {
+        let mut min = [_mm256_setzero_ps(); IT];
+        for g in 0..groups {
+            let m = _mm256_loadu_ps(mn.as_ptr().add(IL_ROWS * g + HALF * h));
+            for (t, min) in min.iter_mut().enumerate() {
+                let sum = _mm256_set1_ps(*x[t].sum.get_unchecked(g));
+                *min = _mm256_fmadd_ps(m, sum, *min);
             }
-            for t in 0..IT {
-                let o = r.as_mut_ptr().add(2 * IL_ROWS * t + HALF * h);
-                _mm256_storeu_ps(o, acc[t]);
-                _mm256_storeu_ps(o.add(IL_ROWS), min[t]);
-            }
+        }
+        for t in 0..IT {
+            let o = r.as_mut_ptr().add(2 * IL_ROWS * t + HALF * h);
+            _mm256_storeu_ps(o, acc[t]);
+            _mm256_storeu_ps(o.add(IL_ROWS), min[t]);
         }
     }
 }
