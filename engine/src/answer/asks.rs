@@ -201,11 +201,11 @@ const NAMING_WORDS: &[&str] = &[
     "mister",
 ];
 
-/// Does the English `text` give a name as a name ([`NAMING_WORDS`]: "a brass plate with the
-/// name `W. RABBIT'", "call'd Antonio", "Mr. Yoshikawa")? A question that asks for a name as
-/// such ([`names_asked`]) is not answered by a span that only mentions someone: asked for the
-/// name of the narrator's brother, "My brother was to be seen studying English hard" names a
-/// language, not him.
+/// Does the English `text` give a name as a name (the name word, a verb of naming or a title
+/// before a name: "a brass plate with the name `W. RABBIT'", "call'd Antonio", "Mr.
+/// Yoshikawa")? A question that asks for a name as such ([`names_asked`]) is not answered by a
+/// span that only mentions someone: asked for the name of the narrator's brother, "My brother
+/// was to be seen studying English hard" names a language, not him.
 pub fn gives_a_name(text: &str) -> bool {
     holds_phrase(text, NAMING_WORDS, &[])
 }
