@@ -176,9 +176,8 @@ const NAME_WORDS: &[&str] = &["name", "named", "names", "surname"];
 /// Rabbit call out …?" asks for the witness).
 const WHO_ASKS: &[&str] = &["who", "whom", "whose"];
 
-/// English words by which a text gives a name as a name: the name word itself, a verb of
-/// naming, a title that only comes before a name (`Mr. Yoshikawa`). Plain words, as
-/// [`plain_words`] reads them (`call'd`, `Mr.` → `mr`).
+/// English words by which a text gives a name as a name: the name word itself and the verbs of
+/// naming. Plain words, as [`plain_words`] reads them (`call'd`), case ignored.
 const NAMING_WORDS: &[&str] = &[
     "name",
     "names",
@@ -194,12 +193,10 @@ const NAMING_WORDS: &[&str] = &[
     "call'd",
     "calling",
     "known as",
-    "mr",
-    "mrs",
-    "miss",
-    "dr",
-    "mister",
 ];
+/// Titles that only come before a name (`Mr. Yoshikawa`, `Miss Su-chan`), as written: `miss`
+/// and `dr` are other words in lower case.
+const NAME_TITLES: &[&str] = &["Mr", "Mrs", "Miss", "Dr", "Mister"];
 
 /// Does the English `text` give a name as a name (the name word, a verb of naming or a title
 /// before a name: "a brass plate with the name `W. RABBIT'", "call'd Antonio", "Mr.
@@ -207,7 +204,7 @@ const NAMING_WORDS: &[&str] = &[
 /// span that only mentions someone: asked for the name of the narrator's brother, "My brother
 /// was to be seen studying English hard" names a language, not him.
 pub fn gives_a_name(text: &str) -> bool {
-    holds_phrase(text, NAMING_WORDS, &[])
+    holds_phrase(text, NAMING_WORDS, &[]) || plain_words(text).any(|w| NAME_TITLES.contains(&w))
 }
 
 /// Does the English `question` ask for a name as such (`NAME_WORDS`, and not "who …": "Who

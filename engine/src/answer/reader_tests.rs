@@ -507,6 +507,10 @@ fn abstains_when_the_best_span_lacks_the_kind_of_answer_asked_for() {
         best.text = said.into();
         assert_eq!(kind_shortfall(q, Wants::Name, Some(&best)), None, "{said}");
     }
+    // `miss` the verb is no title.
+    best.text = "her sister would miss Dinah,".into();
+    let why = kind_shortfall(q, Wants::Name, Some(&best)).expect("abstains");
+    assert!(why.contains("none as a name"), "{why}");
     best.text = "said Alice, and she told her sister, called Dinah,".into();
     // A name, but the span does not say whose brother it is.
     let q = "What is the name of Alice's brother?";
