@@ -9,8 +9,8 @@
 //! blocks ([`gemm_avx2`]): each half of eight rows is a 256-bit register, and a `vpmaddubsw`
 //! (codes unsigned, the activation's four bytes broadcast) stands for each `vpdpbusd`, its i16
 //! pairs summed over the group before one `vpmaddwd` widens them ([`tile_avx2`],
-//! [`tile_avx2_q6`]). So do `q8_0` rows whose codes span at most 32 values (GGUF's Q5_0 and
-//! Q5_1 blocks), stored `q + offset` in 0–31 ([`q8_offset`], [`tile_avx2_q8`]); wider `q8_0`
+//! [`tile_avx2_offset`]). So do `q8_0` rows whose codes span at most 32 values (GGUF's Q5_0 and
+//! Q5_1 blocks), stored `q + offset` in 0–31 ([`q8_offset`], [`tile_avx2_offset`]); wider `q8_0`
 //! codes (GGUF's Q8_0) stay on the tiles there: `vpmaddubsw` would saturate on them.
 //!
 //! Per block of [`IL_ROWS`] weight rows the driver repacks the codes once into a scratch of
@@ -124,9 +124,8 @@ pub(super) unsafe fn gemm(
 /// [`gemm`] with AVX2 alone, for 4-bit rows (LQ4, `lq4h`, `lq4k`), `q6_k` ones and `q8_0`
 /// ones whose codes q all lie in `−offset..=31 − offset` (`q8_offset`, from [`q8_offset`]; GGUF's
 /// Q5_0 and Q5_1 blocks become such rows): the same repacked blocks, each half of eight rows a
-/// 256-bit register, `vpmaddubsw` for `vpdpbusd` ([`tile_avx2`], [`tile_avx2_q6`],
-/// [`tile_avx2_q8`]: `q8_0` codes stored as `q + offset`, 0–31, the offset taken off in
-/// integers as `q6_k`'s is).
+/// 256-bit register, `vpmaddubsw` for `vpdpbusd` ([`tile_avx2`], [`tile_avx2_offset`]: `q8_0`
+/// codes stored as `q + offset`, 0–31, the offset taken off in integers as `q6_k`'s is).
 ///
 /// # Safety
 /// AVX2, FMA and F16C present; `w` a 4-bit or `q6_k` layout, or a `q8_0` one whose rows `rows`
@@ -279,9 +278,9 @@ unsafe fn run<const WIDE: bool, const KIND: u8, const IT: usize>(
                     } else if WIDE {
                         tile::<false, IT>(&codes, &sc, &mn, x, &bias, groups, r)
                     } else if KIND == K6 {
-                        tile_avx2_q6::<IT>(&codes, &sc, &mn, x, &bias, groups, r)
+                        tile_avx2_offset::<false, IT>(&codes, &sc, &mn, x, &bias, groups, r)
                     } else if KIND == K8 {
-                        tile_avx2_q8::<IT>(&codes, &sc, &mn, x, &bias, groups, r)
+                        tile_avx2_offset::<true, IT>(&codes, &sc, &mn, x, &bias, groups, r)
                     } else {
                         tile_avx2::<IT>(&codes, &sc, &mn, x, groups, r)
                     }
@@ -522,22 +521,26 @@ unsafe fn tile_avx2<const IT: usize>(
                     *acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), *acc);
                 }
             }
-            store_avx2(&acc, mn, x, groups, h, r);
+            store_avx2(&acc, Some(mn), x, groups, h, r);
         }
     }
 }
 
-/// [`tile_avx2`] for `q6_k` rows (codes `q + 32`, activations in natural order): per group, half
-/// of eight rows and activation row, each half group (chunks 0–3 and 4–7) its own chain —
-/// `vpmaddubsw` pairs summed in i16 (at most 2·2·63·128 = 32256), widened by `vpmaddwd`, less
-/// its `bias` (`32·Σqx`) in integers — and scale (`d·sc_lo`, `d·sc_hi` in `sc`, `mn`); the min
-/// terms are 0.
+/// [`tile_avx2`] for rows stored with an offset (activations in natural order): `q6_k` rows
+/// (codes `q + 32`, 0–63) and, where `Q8`, `q8_0` rows of narrow codes (`q + offset`, 0–31,
+/// [`q8_offset`]). Per group, half of eight rows and activation row, each half group (chunks
+/// 0–3 and 4–7) `vpmaddubsw` products summed in i16 over runs of chunks — two for `q6_k` (at
+/// most 2·2·63·128 = 32256), four for `q8_0` (4·2·31·128 = 31744) — each run widened by one
+/// `vpmaddwd`, and the half's `bias` (`offset·Σqx`) taken off in integers. `q6_k`: each half
+/// converted with its own scale (`d·sc_lo`, `d·sc_hi` in `sc`, `mn`), min terms 0. `q8_0`: the
+/// group's two halves summed in integers, converted once and scaled by `d` (`sc`); the min
+/// terms (GGUF's Q5_1 `m`, in `mn`) in a second pass as [`tile_avx2`]'s.
 ///
 /// # Safety
 /// AVX2 and FMA present; the lengths of [`tile`], `bias` rows 2·G.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn tile_avx2_q6<const IT: usize>(
+unsafe fn tile_avx2_offset<const Q8: bool, const IT: usize>(
     codes: &[u8],
     sc: &[f32],
     mn: &[f32],
@@ -546,74 +549,8 @@ unsafe fn tile_avx2_q6<const IT: usize>(
     groups: usize,
     r: &mut [f32],
 ) {
-    // SAFETY: group g reads codes[512g..512g+512], sc/mn[16g..16g+16], each row's
-    // qs[32g..32g+32], d[g] and bias[2g..2g+2]; `r` holds 32·IT floats.
-    unsafe {
-        let ones = _mm256_set1_epi16(1);
-        for h in 0..2 {
-            let cp = codes.as_ptr().add(HALF * 4 * h);
-            let mut acc = [_mm256_setzero_ps(); IT];
-            for g in 0..groups {
-                for (k, scales) in [sc, mn].iter().enumerate() {
-                    let mut p = [_mm256_setzero_si256(); IT];
-                    for pair in 0..2 {
-                        let c = 4 * k + 2 * pair;
-                        let w0 =
-                            _mm256_loadu_si256(cp.add(GROUP_BYTES * g + 64 * c) as *const __m256i);
-                        let w1 = _mm256_loadu_si256(
-                            cp.add(GROUP_BYTES * g + 64 * (c + 1)) as *const __m256i
-                        );
-                        let at = 32 * g + 16 * k + 8 * pair;
-                        for (t, p) in p.iter_mut().enumerate() {
-                            let q = x[t].qs.as_ptr().add(at);
-                            let x0 = _mm256_set1_epi32(std::ptr::read_unaligned(q as *const i32));
-                            let x1 =
-                                _mm256_set1_epi32(std::ptr::read_unaligned(q.add(4) as *const i32));
-                            let s16 = _mm256_add_epi16(
-                                _mm256_maddubs_epi16(w0, x0),
-                                _mm256_maddubs_epi16(w1, x1),
-                            );
-                            *p = _mm256_add_epi32(*p, _mm256_madd_epi16(s16, ones));
-                        }
-                    }
-                    let s = _mm256_loadu_ps(scales.as_ptr().add(IL_ROWS * g + HALF * h));
-                    for (t, (acc, p)) in acc.iter_mut().zip(&p).enumerate() {
-                        let b = _mm256_set1_epi32(*bias[t].as_ptr().add(2 * g + k));
-                        let f = _mm256_cvtepi32_ps(_mm256_sub_epi32(*p, b));
-                        let dx = _mm256_set1_ps(*x[t].d.get_unchecked(g));
-                        *acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), *acc);
-                    }
-                }
-            }
-            for (t, acc) in acc.iter().enumerate() {
-                let o = r.as_mut_ptr().add(2 * IL_ROWS * t + HALF * h);
-                _mm256_storeu_ps(o, *acc);
-                _mm256_storeu_ps(o.add(IL_ROWS), _mm256_setzero_ps());
-            }
-        }
-    }
-}
-
-/// [`tile_avx2`] for `q8_0` rows of codes `q + offset` in 0–31 ([`q8_offset`]; activations
-/// in natural order): per group, half of eight rows and activation row, each half group
-/// (chunks 0–3 and 4–7) four `vpmaddubsw` summed in i16 (at most 4·2·31·128 = 31744) and
-/// widened by one `vpmaddwd`; the group's sum less its `bias` (`offset·Σqx`, exact in
-/// integers), one conversion and one FMA by `d·dx`; the min terms (GGUF's Q5_1 `m`) in a
-/// second pass as [`tile_avx2`]'s.
-///
-/// # Safety
-/// AVX2 and FMA present; the lengths of [`tile`], `bias` rows 2·G.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn tile_avx2_q8<const IT: usize>(
-    codes: &[u8],
-    sc: &[f32],
-    mn: &[f32],
-    x: &[Q8Row<'_>; IT],
-    bias: &[&[i32]; IT],
-    groups: usize,
-    r: &mut [f32],
-) {
+    // Chunks summed in i16 before widening (the bounds above).
+    let run = if Q8 { 4 } else { 2 };
     // SAFETY: group g reads codes[512g..512g+512], sc/mn[16g..16g+16], each row's
     // qs[32g..32g+32], d/sum[g] and bias[2g..2g+2]; `r` holds 32·IT floats.
     unsafe {
@@ -622,48 +559,67 @@ unsafe fn tile_avx2_q8<const IT: usize>(
             let cp = codes.as_ptr().add(HALF * 4 * h);
             let mut acc = [_mm256_setzero_ps(); IT];
             for g in 0..groups {
-                let mut q = [_mm256_setzero_si256(); IT];
-                for k in 0..2 {
-                    let mut p = [_mm256_setzero_si256(); IT];
-                    for c in 4 * k..4 * k + 4 {
-                        let wv =
-                            _mm256_loadu_si256(cp.add(GROUP_BYTES * g + 64 * c) as *const __m256i);
-                        for (t, p) in p.iter_mut().enumerate() {
-                            let at = x[t].qs.as_ptr().add(32 * g + 4 * c);
-                            let xb = _mm256_set1_epi32(std::ptr::read_unaligned(at as *const i32));
-                            *p = _mm256_add_epi16(*p, _mm256_maddubs_epi16(wv, xb));
+                let dx: [__m256; IT] =
+                    std::array::from_fn(|t| _mm256_set1_ps(*x[t].d.get_unchecked(g)));
+                let mut p = [_mm256_setzero_si256(); IT];
+                for (k, scales) in [sc, mn].iter().enumerate() {
+                    for c0 in (4 * k..4 * k + 4).step_by(run) {
+                        let mut s16 = [_mm256_setzero_si256(); IT];
+                        for c in c0..c0 + run {
+                            let wv = _mm256_loadu_si256(
+                                cp.add(GROUP_BYTES * g + 64 * c) as *const __m256i
+                            );
+                            for (t, s16) in s16.iter_mut().enumerate() {
+                                let at = x[t].qs.as_ptr().add(32 * g + 4 * c);
+                                let xb =
+                                    _mm256_set1_epi32(std::ptr::read_unaligned(at as *const i32));
+                                *s16 = _mm256_add_epi16(*s16, _mm256_maddubs_epi16(wv, xb));
+                            }
+                        }
+                        for (p, s16) in p.iter_mut().zip(&s16) {
+                            *p = _mm256_add_epi32(*p, _mm256_madd_epi16(*s16, ones));
                         }
                     }
-                    for (q, p) in q.iter_mut().zip(&p) {
-                        *q = _mm256_add_epi32(*q, _mm256_madd_epi16(*p, ones));
+                    for (t, p) in p.iter_mut().enumerate() {
+                        let b = _mm256_set1_epi32(*bias[t].as_ptr().add(2 * g + k));
+                        *p = _mm256_sub_epi32(*p, b);
+                    }
+                    if !Q8 {
+                        // `q6_k`: this half's own scale.
+                        let s = _mm256_loadu_ps(scales.as_ptr().add(IL_ROWS * g + HALF * h));
+                        for t in 0..IT {
+                            let f = _mm256_cvtepi32_ps(p[t]);
+                            acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx[t]), acc[t]);
+                            p[t] = _mm256_setzero_si256();
+                        }
                     }
                 }
-                let s = _mm256_loadu_ps(sc.as_ptr().add(IL_ROWS * g + HALF * h));
-                for (t, (acc, q)) in acc.iter_mut().zip(&q).enumerate() {
-                    let b = bias[t].as_ptr().add(2 * g);
-                    let f =
-                        _mm256_cvtepi32_ps(_mm256_sub_epi32(*q, _mm256_set1_epi32(*b + *b.add(1))));
-                    let dx = _mm256_set1_ps(*x[t].d.get_unchecked(g));
-                    *acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), *acc);
+                if Q8 {
+                    let s = _mm256_loadu_ps(sc.as_ptr().add(IL_ROWS * g + HALF * h));
+                    for t in 0..IT {
+                        let f = _mm256_cvtepi32_ps(p[t]);
+                        acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx[t]), acc[t]);
+                    }
                 }
             }
-            store_avx2(&acc, mn, x, groups, h, r);
+            store_avx2(&acc, Q8.then_some(mn), x, groups, h, r);
         }
     }
 }
 
 /// Half `h` of a tile's results with AVX2 alone: per activation row t the eight rows' sums
 /// `acc[t]` and their min terms `Σ_g mn_k[g]·Σx_t[g]` (a pass of their own over the groups:
-/// their registers would crowd the products'), stored as [`tile`] stores its sixteen.
+/// their registers would crowd the products'; 0 without `mn`), stored as [`tile`] stores its
+/// sixteen.
 ///
 /// # Safety
-/// AVX2 and FMA present; `mn` 16·G floats, every activation row G groups, `r` 32·IT floats,
-/// `h` 0 or 1.
+/// AVX2 and FMA present; `mn` (where given) 16·G floats, every activation row G groups, `r`
+/// 32·IT floats, `h` 0 or 1.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn store_avx2<const IT: usize>(
     acc: &[__m256; IT],
-    mn: &[f32],
+    mn: Option<&[f32]>,
     x: &[Q8Row<'_>; IT],
     groups: usize,
     h: usize,
@@ -673,11 +629,13 @@ unsafe fn store_avx2<const IT: usize>(
     // r[32t + 8h..32t + 8h + 8] and r[32t + 16 + 8h..32t + 16 + 8h + 8].
     unsafe {
         let mut min = [_mm256_setzero_ps(); IT];
-        for g in 0..groups {
-            let m = _mm256_loadu_ps(mn.as_ptr().add(IL_ROWS * g + HALF * h));
-            for (t, min) in min.iter_mut().enumerate() {
-                let sum = _mm256_set1_ps(*x[t].sum.get_unchecked(g));
-                *min = _mm256_fmadd_ps(m, sum, *min);
+        if let Some(mn) = mn {
+            for g in 0..groups {
+                let m = _mm256_loadu_ps(mn.as_ptr().add(IL_ROWS * g + HALF * h));
+                for (t, min) in min.iter_mut().enumerate() {
+                    let sum = _mm256_set1_ps(*x[t].sum.get_unchecked(g));
+                    *min = _mm256_fmadd_ps(m, sum, *min);
+                }
             }
         }
         for t in 0..IT {
