@@ -25,6 +25,37 @@ pub enum MatmulKernel {
     Gemm,
 }
 
+/// The activations `[m][k]` a matmul reads: a buffer as it is, or RMSNorm of one (a decoder
+/// layer's input norm), which a backend may apply in the matmul's prologue instead of in a
+/// pass of its own ([`Backend::matmul_input`] is that pass).
+#[derive(Debug)]
+pub enum MatmulInput<'a, T> {
+    /// `x` as it is.
+    Plain(&'a T),
+    /// `x[r] / rms(x[r]) * (weight + offset)`, with `normed` `[m][k]` to hold it where the
+    /// backend normalizes in a pass of its own (left as it was where it does not).
+    RmsNormed {
+        /// The activations before the norm.
+        x: &'a T,
+        /// The norm's weight `[k]`.
+        weight: &'a T,
+        /// Variance epsilon.
+        eps: f32,
+        /// Added to the weight (1 for Qwen3.5's `(1 + w)`).
+        offset: f32,
+        /// Room for the normalized activations.
+        normed: &'a T,
+    },
+}
+
+impl<T> Clone for MatmulInput<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for MatmulInput<'_, T> {}
+
 /// Shape of a RoPE call on `x[tokens][heads][head_dim]`.
 #[derive(Clone, Copy, Debug)]
 pub struct RopeShape {
@@ -136,6 +167,23 @@ pub struct KernelTime {
     pub weight_bytes: u64,
 }
 
+/// A device matrix's shape `[rows][cols]`, for shape checks.
+pub trait MatrixShape {
+    /// Output features `N`.
+    fn rows(&self) -> usize;
+    /// Input features `K`.
+    fn cols(&self) -> usize;
+}
+
+impl MatrixShape for std::sync::Arc<Q4Matrix> {
+    fn rows(&self) -> usize {
+        self.rows
+    }
+    fn cols(&self) -> usize {
+        self.cols
+    }
+}
+
 /// Length in 4-byte elements, for shape checks.
 pub trait BufferLen {
     /// Number of 4-byte elements.
@@ -152,7 +200,7 @@ pub trait Backend {
     /// A device buffer of 4-byte elements.
     type Buffer: Clone + BufferLen;
     /// A device-resident LQ4 matrix.
-    type Q4: Clone;
+    type Q4: Clone + MatrixShape;
     /// A KV cache, `[ctx][kv_heads][head_dim]` values stored as [`Backend::kv_format`] says
     /// (its length counts values).
     type Kv: BufferLen;
@@ -227,19 +275,43 @@ pub trait Backend {
         self.q4_matmul(x, w, tmp, m, kernel)?;
         self.add_assign(acc, tmp, n_out)
     }
+    /// The buffer holding a matmul's activations `[m][k]`: `x` as it is, or `normed` after an
+    /// RMSNorm pass of `x` into it.
+    fn matmul_input<'a>(
+        &self,
+        x: MatmulInput<'a, Self::Buffer>,
+        m: usize,
+        k: usize,
+    ) -> Result<&'a Self::Buffer> {
+        match x {
+            MatmulInput::Plain(x) => Ok(x),
+            MatmulInput::RmsNormed {
+                x,
+                weight,
+                eps,
+                offset,
+                normed,
+            } => {
+                self.rms_norm(x, weight, normed, m, k, eps, offset)?;
+                Ok(normed)
+            }
+        }
+    }
     /// `out[m][n] = silu(x W_gate^T)[m][n] * (x W_up^T)[m][n]`, SwiGLU's gated product of two
     /// LQ4 matrices of one shape (`n_out = m * N`). By default both matmuls into `gate` and
-    /// `up` and [`Backend::silu_mul`]; a backend may compute both rows in one pass.
+    /// `up` and [`Backend::silu_mul`]; a backend may compute both rows in one pass (and the
+    /// input's norm in its prologue).
     #[allow(clippy::too_many_arguments)]
     fn q4_matmul_glu(
         &self,
-        x: &Self::Buffer,
+        x: MatmulInput<'_, Self::Buffer>,
         (w_gate, w_up): (&Self::Q4, &Self::Q4),
         (gate, up): (&Self::Buffer, &Self::Buffer),
         out: &Self::Buffer,
         (m, n_out): (usize, usize),
         kernel: MatmulKernel,
     ) -> Result<()> {
+        let x = self.matmul_input(x, m, w_gate.cols())?;
         self.q4_matmul(x, w_gate, gate, m, kernel)?;
         self.q4_matmul(x, w_up, up, m, kernel)?;
         self.silu_mul(gate, up, out, n_out)
@@ -247,14 +319,19 @@ pub trait Backend {
     /// `out_j[m][n] = sum_k x[m][k] * W_j[n][k]` for several 4-bit matrices over the same
     /// activations (a layer's q, k and v projections), each into its own buffer. By default
     /// one [`Backend::q4_matmul`] each; a backend may compute the rows of matrices of one width
-    /// in one pass (the CPU: one job over the thread pool, the activations rounded once).
+    /// in one pass (the CPU: one job over the thread pool, the activations rounded once; the
+    /// GPU: one dispatch, the input's norm in its prologue).
     fn q4_matmul_many(
         &self,
-        x: &Self::Buffer,
+        x: MatmulInput<'_, Self::Buffer>,
         parts: &[(&Self::Q4, &Self::Buffer)],
         m: usize,
         kernel: MatmulKernel,
     ) -> Result<()> {
+        let Some((w0, _)) = parts.first() else {
+            return Ok(());
+        };
+        let x = self.matmul_input(x, m, w0.cols())?;
         for (w, out) in parts {
             self.q4_matmul(x, w, out, m, kernel)?;
         }

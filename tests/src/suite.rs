@@ -6,7 +6,7 @@ use lorekeeper_engine::backend::rope_table;
 use lorekeeper_engine::backend::DeltaShape;
 use lorekeeper_engine::rng::Pcg32;
 use lorekeeper_engine::{
-    AttnShape, Backend, KvFormat, MatmulKernel, Q4Matrix, RopeShape, Tolerance,
+    AttnShape, Backend, KvFormat, MatmulInput, MatmulKernel, Q4Matrix, RopeShape, Tolerance,
 };
 
 use lorekeeper_engine::quant::BlockLayout;
@@ -209,6 +209,24 @@ pub async fn q4_fused<B: Backend>(b: &B, seed: u64) -> Check {
     let x = rng.normal_vec(m * k, 1.0);
     let acc0 = rng.normal_vec(m * n, 1.0);
     let xd = b.upload("x", &x).map_err(e(op))?;
+    // The layer's input norm applied to `x` first (`MatmulInput::RmsNormed`, which a backend
+    // may apply in the matmul's prologue), with a `(1 + w)` weight on every other even seed.
+    // The oracle reads the backend's own RMSNorm of `x` (the op is held to its oracle by
+    // `rms_norm`), so activations rounded to 8 bits round the same values.
+    let offset = (seed / 2 % 2) as f32;
+    let nwd = b.upload("norm", &rng.normal_vec(k, 0.5)).map_err(e(op))?;
+    let normed = b.alloc("normed", m * k).map_err(e(op))?;
+    b.rms_norm(&xd, &nwd, &normed, m, k, 1e-6, offset)
+        .map_err(e(op))?;
+    let xn = b.read(&normed, 0, m * k).await.map_err(e(op))?;
+    let scratch = b.alloc("normed scratch", m * k).map_err(e(op))?;
+    let norm_in = || MatmulInput::RmsNormed {
+        x: &xd,
+        weight: &nwd,
+        eps: 1e-6,
+        offset,
+        normed: &scratch,
+    };
     let mut said = Vec::new();
     for scales in LAYOUTS {
         let (wg, wu) = (
@@ -229,15 +247,29 @@ pub async fn q4_fused<B: Backend>(b: &B, seed: u64) -> Check {
             .map_err(e(op))?;
         b.q4_matmul_add(&xd, &gd, &acc2, &t1, (m, m * n), kernel)
             .map_err(e(op))?;
-        b.q4_matmul_glu(&xd, (&gd, &ud), (&t1, &t2), &out, (m, m * n), kernel)
+        let plain = MatmulInput::Plain(&xd);
+        b.q4_matmul_glu(plain, (&gd, &ud), (&t1, &t2), &out, (m, m * n), kernel)
             .map_err(e(op))?;
+        let out_n = b.alloc("out normed", m * n).map_err(e(op))?;
+        b.q4_matmul_glu(
+            norm_in(),
+            (&gd, &ud),
+            (&t1, &t2),
+            &out_n,
+            (m, m * n),
+            kernel,
+        )
+        .map_err(e(op))?;
         let (g, u) = (q4_oracle(b, &x, &wg, m), q4_oracle(b, &x, &wu, m));
         let want_add: Vec<f64> = g.iter().zip(&acc0).map(|(a, &c)| a + c as f64).collect();
-        let want_glu: Vec<f64> = g
-            .iter()
-            .zip(&u)
-            .map(|(&g, &u)| g / (1.0 + (-g).exp()) * u)
-            .collect();
+        let silu_mul = |g: &[f64], u: &[f64]| -> Vec<f64> {
+            g.iter()
+                .zip(u)
+                .map(|(&g, &u)| g / (1.0 + (-g).exp()) * u)
+                .collect()
+        };
+        let want_glu = silu_mul(&g, &u);
+        let want_glu_n = silu_mul(&q4_oracle(b, &xn, &wg, m), &q4_oracle(b, &xn, &wu, m));
         let shape = format!("{} {kernel:?} m={m} n={n} k={k}", wg.layout_name());
         let got = b.read(&acc, 0, m * n).await.map_err(e(op))?;
         let add = compare(
@@ -251,7 +283,16 @@ pub async fn q4_fused<B: Backend>(b: &B, seed: u64) -> Check {
         let what = "q4_matmul_add (the residual written by a kernel)";
         compare(what, shape.clone(), bounds::Q4_MATMUL, &want_add, &got)?;
         let got = b.read(&out, 0, m * n).await.map_err(e(op))?;
-        let glu = compare("q4_matmul_glu", shape, bounds::Q4_MATMUL, &want_glu, &got)?;
+        let glu = compare(
+            "q4_matmul_glu",
+            shape.clone(),
+            bounds::Q4_MATMUL,
+            &want_glu,
+            &got,
+        )?;
+        let got = b.read(&out_n, 0, m * n).await.map_err(e(op))?;
+        let what = "q4_matmul_glu after RMSNorm";
+        compare(what, shape, bounds::Q4_MATMUL, &want_glu_n, &got)?;
         said.push(format!("{add}; {glu}"));
     }
     // Several matrices of one width over the same activations (`q4_matmul_many`: a layer's q,
@@ -268,7 +309,8 @@ pub async fn q4_fused<B: Backend>(b: &B, seed: u64) -> Check {
         parts.push((wd, b.alloc("out", m * w.rows).map_err(e(op))?));
     }
     let refs: Vec<(&B::Q4, &B::Buffer)> = parts.iter().map(|(w, o)| (w, o)).collect();
-    b.q4_matmul_many(&xd, &refs, m, kernel).map_err(e(op))?;
+    b.q4_matmul_many(MatmulInput::Plain(&xd), &refs, m, kernel)
+        .map_err(e(op))?;
     for (w, (_, out)) in ws.iter().zip(&parts) {
         let got = b.read(out, 0, m * w.rows).await.map_err(e(op))?;
         let shape = format!("{} {kernel:?} m={m} n={} k={k}", w.layout_name(), w.rows);
@@ -280,6 +322,36 @@ pub async fn q4_fused<B: Backend>(b: &B, seed: u64) -> Check {
             &q4_oracle(b, &x, w, m),
             &got,
         )?);
+    }
+    // Three or four matrices of one layout after the input's norm (q, k and v, or Qwen3.5's
+    // four projections: a GPU's GEMV takes three per dispatch, its norm in the prologue).
+    for (li, &scales) in LAYOUTS.iter().enumerate() {
+        let ws: Vec<Q4Matrix> = (0..3 + li % 2)
+            .map(|i| {
+                let rows = rng.range(1, 90) + 33 * i;
+                random_q4_as(&mut rng, scales, rows, k)
+            })
+            .collect();
+        let mut parts = Vec::new();
+        for w in &ws {
+            let wd = b.upload_q4("w", w).map_err(e(op))?;
+            parts.push((wd, b.alloc("out", m * w.rows).map_err(e(op))?));
+        }
+        let refs: Vec<(&B::Q4, &B::Buffer)> = parts.iter().map(|(w, o)| (w, o)).collect();
+        b.q4_matmul_many(norm_in(), &refs, m, kernel)
+            .map_err(e(op))?;
+        for (w, (_, out)) in ws.iter().zip(&parts) {
+            let got = b.read(out, 0, m * w.rows).await.map_err(e(op))?;
+            let shape = format!("{} {kernel:?} m={m} n={} k={k}", w.layout_name(), w.rows);
+            let what = "q4_matmul_many after RMSNorm";
+            compare(
+                what,
+                shape,
+                bounds::Q4_MATMUL,
+                &q4_oracle(b, &xn, w, m),
+                &got,
+            )?;
+        }
     }
     Ok(said.join("; "))
 }

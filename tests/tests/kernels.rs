@@ -155,7 +155,8 @@ fn fused_kernels_pass_the_adapters_own_check() {
 fn decode_attention_every_tile_size() {
     // GPUs take 128 keys per tile and ranges of one tile; every tile size the kernel allows
     // must be exact, and so must ranges of several tiles (few target workgroups), where the
-    // running max and the accumulators are rescaled from tile to tile.
+    // running max and the accumulators are rescaled from tile to tile. The KV appends go
+    // both ways too: a transfer command (rasterisers) and a dispatch in the pass (GPUs).
     let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
         Ok(c) => c,
         Err(e) => panic!("no GPU adapter: {e}"),
@@ -163,8 +164,13 @@ fn decode_attention_every_tile_size() {
     for (wg, groups) in [(8, 1024), (32, 2), (64, 1), (128, 1024), (256, 3)] {
         ctx.tuning.decode_wg = wg;
         ctx.tuning.attn_groups = groups;
+        ctx.tuning.kv_dispatch = wg >= 64;
         for seed in SEEDS {
-            let who = format!("{} decode WG={wg} target groups={groups}", ctx.describe());
+            let kv = ctx.tuning.kv_dispatch;
+            let who = format!(
+                "{} decode WG={wg} target groups={groups} kv_dispatch={kv}",
+                ctx.describe()
+            );
             report(&who, seed, pollster::block_on(suite::attention(&ctx, seed)));
             report(
                 &who,
@@ -180,7 +186,9 @@ fn gemv_every_threads_per_row() {
     // The default tuning picks one TPR and one kernel per adapter type; the cooperative
     // reduction (TPR > 1, used on GPUs) and every kernel (a word per lane on GPUs, with its
     // loads four steps at a time or not, a 32-weight group on CPU rasterisers) must be exact
-    // too, so run every variant here.
+    // too, so run every variant here. The word kernel's fused forms (the input's norm in the
+    // prologue, several matrices per dispatch) run with each of them, and once more with
+    // fewer matrices per dispatch and the norm's own pass.
     let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
         Ok(c) => c,
         Err(e) => panic!("no GPU adapter: {e}"),
@@ -198,6 +206,15 @@ fn gemv_every_threads_per_row() {
                 report(&who, seed, pollster::block_on(suite::q4_gemv(&ctx, seed)));
                 report(&who, seed, pollster::block_on(suite::q4_fused(&ctx, seed)));
             }
+        }
+    }
+    (ctx.tuning.gemv_groups, ctx.tuning.gemv_tpr) = (false, 32);
+    for (parts, norm) in [(1, true), (2, false)] {
+        ctx.tuning.gemv_parts = parts;
+        ctx.tuning.norm_gemv = norm;
+        for seed in SEEDS {
+            let who = format!("{} TPR=32 parts={parts} norm={norm}", ctx.describe());
+            report(&who, seed, pollster::block_on(suite::q4_fused(&ctx, seed)));
         }
     }
 }

@@ -9,8 +9,8 @@ use super::{
     simd,
 };
 use crate::backend::{
-    check, need_len, AttnShape, Backend, BufferLen, DeltaShape, KvFormat, MatmulKernel, RopeShape,
-    Selection,
+    check, need_len, AttnShape, Backend, BufferLen, DeltaShape, KvFormat, MatmulInput,
+    MatmulKernel, RopeShape, Selection,
 };
 use crate::error::{shape_err, Result};
 use crate::quant::{BlockLayout, Q4Matrix};
@@ -197,7 +197,7 @@ impl Backend for CpuBackend {
 
     fn q4_matmul_glu(
         &self,
-        x: &CpuBuffer,
+        x: MatmulInput<'_, CpuBuffer>,
         (w_gate, w_up): (&Arc<Q4Matrix>, &Arc<Q4Matrix>),
         (gate, up): (&CpuBuffer, &CpuBuffer),
         out: &CpuBuffer,
@@ -206,6 +206,7 @@ impl Backend for CpuBackend {
     ) -> Result<()> {
         check::fused_outputs("q4_matmul_glu", n_out, m, w_gate.rows)?;
         check::glu_shapes((w_gate.rows, w_gate.cols), (w_up.rows, w_up.cols))?;
+        let x = self.matmul_input(x, m, w_gate.cols)?;
         if !matmul::integer_products(m) {
             self.q4_matmul(x, w_gate, gate, m, kernel)?;
             self.q4_matmul(x, w_up, up, m, kernel)?;
@@ -223,11 +224,15 @@ impl Backend for CpuBackend {
 
     fn q4_matmul_many(
         &self,
-        x: &CpuBuffer,
+        x: MatmulInput<'_, CpuBuffer>,
         parts: &[(&Arc<Q4Matrix>, &CpuBuffer)],
         m: usize,
         kernel: MatmulKernel,
     ) -> Result<()> {
+        let Some((w0, _)) = parts.first() else {
+            return Ok(());
+        };
+        let x = self.matmul_input(x, m, w0.cols)?;
         let one_width = parts.windows(2).all(|p| p[0].0.cols == p[1].0.cols);
         if !matmul::integer_products(m) || !one_width {
             for (w, out) in parts {

@@ -6,7 +6,8 @@ use super::kernels;
 use super::kernels::elementwise;
 use super::kernels::rows::Rows;
 use crate::backend::{
-    check, need_len, AttnShape, Backend, DeltaShape, KvFormat, MatmulKernel, RopeShape, Selection,
+    check, need_len, AttnShape, Backend, DeltaShape, KvFormat, MatmulInput, MatmulKernel,
+    RopeShape, Selection,
 };
 use crate::error::{shape_err, Result};
 use crate::quant::Q4Matrix;
@@ -20,6 +21,40 @@ fn no_alias(op: &'static str, out: &GpuBuffer, inputs: &[&GpuBuffer]) -> Result<
         return Err(shape_err(op, "the output buffer is also an input"));
     }
     Ok(())
+}
+
+impl GpuContext {
+    /// A word GEMV's activations: the buffer it reads, and the norm it applies in its prologue
+    /// (an RMSNorm input, its shapes checked as the norm pass would check them; with the
+    /// tuning's `norm_gemv` off, the norm's pass and no prologue).
+    fn gemv_input<'a>(
+        &self,
+        x: MatmulInput<'a, GpuBuffer>,
+        m: usize,
+        k: usize,
+    ) -> Result<(&'a GpuBuffer, Option<kernels::q4_matmul::NormIn<'a>>)> {
+        if !self.tuning.norm_gemv {
+            return Ok((self.matmul_input(x, m, k)?, None));
+        }
+        match x {
+            MatmulInput::Plain(x) => Ok((x, None)),
+            MatmulInput::RmsNormed {
+                x,
+                weight,
+                eps,
+                offset,
+                normed,
+            } => {
+                check::rms_norm(x, weight, normed, m, k)?;
+                let norm = kernels::q4_matmul::NormIn {
+                    weight: &weight.buf,
+                    eps,
+                    offset,
+                };
+                Ok((x, Some(norm)))
+            }
+        }
+    }
 }
 
 impl Backend for GpuContext {
@@ -128,7 +163,7 @@ impl Backend for GpuContext {
 
     fn q4_matmul_glu(
         &self,
-        x: &GpuBuffer,
+        x: MatmulInput<'_, GpuBuffer>,
         (w_gate, w_up): (&GpuQ4, &GpuQ4),
         (gate, up): (&GpuBuffer, &GpuBuffer),
         out: &GpuBuffer,
@@ -139,15 +174,58 @@ impl Backend for GpuContext {
         check::glu_shapes((w_gate.rows, w_gate.cols), (w_up.rows, w_up.cols))?;
         let fused = self.tuning.fuse && kernels::q4_matmul::glu_fits(self, w_gate, w_up);
         if kernel == MatmulKernel::Gemm || !fused {
+            let x = self.matmul_input(x, m, w_gate.cols)?;
             self.q4_matmul(x, w_gate, gate, m, kernel)?;
             self.q4_matmul(x, w_up, up, m, kernel)?;
             return self.silu_mul(gate, up, out, n_out);
         }
+        let (x, norm) = self.gemv_input(x, m, w_gate.cols)?;
         check::q4_matmul(x, out, w_gate.rows, w_gate.cols, m)?;
         no_alias("q4_matmul_glu", out, &[x])?;
         let glu = kernels::q4_matmul::Epilogue::Glu(w_up);
         let win = (m, (w_gate.rows, 0));
-        kernels::q4_matmul::dispatch_with(self, kernel, &x.buf, w_gate, &out.buf, win, glu)
+        kernels::q4_matmul::gemv_word(self, &x.buf, &[(w_gate, &out.buf)], win, glu, norm)
+    }
+
+    fn q4_matmul_many(
+        &self,
+        x: MatmulInput<'_, GpuBuffer>,
+        parts: &[(&GpuQ4, &GpuBuffer)],
+        m: usize,
+        kernel: MatmulKernel,
+    ) -> Result<()> {
+        let Some((w0, _)) = parts.first() else {
+            return Ok(());
+        };
+        let ws: Vec<&GpuQ4> = parts.iter().map(|(w, _)| *w).collect();
+        // Groups of up to three matrices per dispatch (Qwen3.5's four input projections: two).
+        let per = self.tuning.gemv_parts as usize;
+        let fused = self.tuning.fuse
+            && kernel == MatmulKernel::Gemv
+            && ws
+                .chunks(per)
+                .all(|c| kernels::q4_matmul::parts_fit(self, c));
+        if !fused {
+            let x = self.matmul_input(x, m, w0.cols)?;
+            for (w, out) in parts {
+                self.q4_matmul(x, w, out, m, kernel)?;
+            }
+            return Ok(());
+        }
+        let (x, norm) = self.gemv_input(x, m, w0.cols)?;
+        for (i, (w, out)) in parts.iter().enumerate() {
+            check::q4_matmul(x, out, w.rows, w.cols, m)?;
+            let others: Vec<&GpuBuffer> = parts[..i].iter().map(|(_, o)| *o).collect();
+            no_alias("q4_matmul_many", out, &[&[x][..], &others].concat())?;
+        }
+        let store = kernels::q4_matmul::Epilogue::Store;
+        for chunk in parts.chunks(per) {
+            let mats: Vec<(&GpuQ4, &wgpu::Buffer)> =
+                chunk.iter().map(|(w, o)| (*w, &o.buf)).collect();
+            let win = (m, (chunk[0].0.rows, 0));
+            kernels::q4_matmul::gemv_word(self, &x.buf, &mats, win, store, norm)?;
+        }
+        Ok(())
     }
 
     fn q4_matmul_block(
@@ -276,7 +354,13 @@ impl Backend for GpuContext {
         dst_offset: usize,
         len: usize,
     ) -> Result<()> {
-        self.copy(src, src_offset, dst, dst_offset, len)
+        if !self.tuning.kv_dispatch {
+            return self.copy(src, src_offset, dst, dst_offset, len);
+        }
+        check::copy(src, src_offset, dst, dst_offset, len)?;
+        no_alias("write_kv", dst, &[src])?;
+        let (from, to) = ((&src.buf, src_offset), (&dst.buf, dst_offset));
+        kernels::elementwise::copy_range(self, from, to, len)
     }
 
     fn attention_kv(

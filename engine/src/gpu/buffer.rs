@@ -1,6 +1,6 @@
 //! Device buffers as the backend hands them out: f32 buffers and LQ4 matrices.
 
-use crate::backend::BufferLen;
+use crate::backend::{BufferLen, MatrixShape};
 
 /// A device buffer of `len` 4-byte elements.
 #[derive(Clone, Debug)]
@@ -32,6 +32,15 @@ pub struct GpuQ4 {
     pub rows_off: usize,
     /// The layout as the kernels' `kind`: 0 LQ4, 1 `lq4h`, 2 `q8_0` ([`GpuQ4::Q8`]).
     pub kind: u32,
+}
+
+impl MatrixShape for GpuQ4 {
+    fn rows(&self) -> usize {
+        self.rows
+    }
+    fn cols(&self) -> usize {
+        self.cols
+    }
 }
 
 impl GpuQ4 {

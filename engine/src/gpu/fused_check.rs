@@ -1,9 +1,11 @@
 //! A check, on the adapter in hand, that the fused kernels (the residual add in the GEMV,
-//! SwiGLU in one GEMV, RMSNorm with RoPE) give what the plain ops they stand for give. The
+//! SwiGLU in one GEMV, the input's RMSNorm in the GEMV's prologue, several matrices in one
+//! GEMV, RMSNorm with RoPE) give what the plain ops they stand for give. The
 //! kernel tests hold them to the oracle on lavapipe in CI, but a driver that compiles one of
 //! them wrongly should cost speed, not answers: where they differ, the context turns the
 //! fusions off and says why.
 
+use crate::backend::MatmulInput::{Plain, RmsNormed};
 use crate::backend::{rope_table, Backend, MatmulKernel, RopeShape};
 use crate::error::Result;
 use crate::gpu::GpuContext;
@@ -49,12 +51,16 @@ impl GpuContext {
 /// The residual-add GEMV, the SwiGLU GEMV and RMSNorm with RoPE on fixed random inputs.
 async fn outputs(b: &GpuContext) -> Result<Vec<(&'static str, Vec<f32>)>> {
     let mut rng = Pcg32::new(0xf05e);
-    let mut matrix =
-        |name| Q4Matrix::quantize(name, ROWS, COLS, &rng.normal_vec(ROWS * COLS, 0.05));
-    let (wg, wu) = (matrix("check gate")?, matrix("check up")?);
-    let (wg, wu) = (
+    let mut matrix = |name, rows: usize| {
+        Q4Matrix::quantize(name, rows, COLS, &rng.normal_vec(rows * COLS, 0.05))
+    };
+    let (wg, wu) = (matrix("check gate", ROWS)?, matrix("check up", ROWS)?);
+    let (wk, wv) = (matrix("check k", 33)?, matrix("check v", 17)?);
+    let (wg, wu, wk, wv) = (
         b.upload_q4("check gate", &wg)?,
         b.upload_q4("check up", &wu)?,
+        b.upload_q4("check k", &wk)?,
+        b.upload_q4("check v", &wv)?,
     );
     let x = b.upload("check x", &rng.normal_vec(COLS, 1.0))?;
     let acc = b.upload("check residual", &rng.normal_vec(ROWS, 1.0))?;
@@ -62,7 +68,23 @@ async fn outputs(b: &GpuContext) -> Result<Vec<(&'static str, Vec<f32>)>> {
     let (t1, t2, glu) = (t1?, t2?, glu?);
     let gemv = MatmulKernel::Gemv;
     b.q4_matmul_add(&x, &wg, &acc, &t1, (1, ROWS), gemv)?;
-    b.q4_matmul_glu(&x, (&wg, &wu), (&t1, &t2), &glu, (1, ROWS), gemv)?;
+    b.q4_matmul_glu(Plain(&x), (&wg, &wu), (&t1, &t2), &glu, (1, ROWS), gemv)?;
+    // The same with the input's RMSNorm ((1 + w), as Qwen3.5's) in the prologue, and three
+    // matrices of other heights (q, k and v) in one dispatch after a plain norm.
+    let nw = b.upload("check input norm", &rng.normal_vec(COLS, 0.5))?;
+    let normed = b.alloc("check normed x", COLS)?;
+    let norm = |offset| RmsNormed {
+        x: &x,
+        weight: &nw,
+        eps: 1e-6,
+        offset,
+        normed: &normed,
+    };
+    let glu_n = b.alloc("check normed glu", ROWS)?;
+    b.q4_matmul_glu(norm(1.0), (&wg, &wu), (&t1, &t2), &glu_n, (1, ROWS), gemv)?;
+    let [q, k, v] = ["check q", "check k out", "check v out"].map(|l| b.alloc(l, ROWS));
+    let (q, k, v) = (q?, k?, v?);
+    b.q4_matmul_many(norm(0.0), &[(&wg, &q), (&wk, &k), (&wv, &v)], 1, gemv)?;
     // Three heads of 40 dims at position 5, the last 8 dims unrotated.
     let shape = RopeShape {
         tokens: 1,
@@ -79,6 +101,10 @@ async fn outputs(b: &GpuContext) -> Result<Vec<(&'static str, Vec<f32>)>> {
     Ok(vec![
         ("residual-add GEMV", b.read(&acc, 0, ROWS).await?),
         ("SwiGLU GEMV", b.read(&glu, 0, ROWS).await?),
+        ("SwiGLU GEMV after RMSNorm", b.read(&glu_n, 0, ROWS).await?),
+        ("q GEMV of three after RMSNorm", b.read(&q, 0, ROWS).await?),
+        ("k GEMV of three after RMSNorm", b.read(&k, 0, 33).await?),
+        ("v GEMV of three after RMSNorm", b.read(&v, 0, 17).await?),
         ("RMSNorm with RoPE", b.read(&normed, 0, 120).await?),
     ])
 }

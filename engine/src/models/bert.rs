@@ -15,7 +15,7 @@
 //! dequantized for the tokens of each input and written into the run state.
 
 use super::{Linear, WeightFormat};
-use crate::backend::{AttnShape, Backend};
+use crate::backend::{AttnShape, Backend, MatmulInput};
 use crate::error::{EngineError, Result};
 pub use crate::format::encoder::{BertConfig, WordTable};
 use crate::format::weights::{expect, WeightSource};
@@ -87,7 +87,7 @@ impl<B: Backend> Dense<B> {
     ) -> Result<()> {
         let lin: Vec<(&Linear<B>, &B::Buffer)> =
             parts.iter().map(|(d, out)| (&d.w, *out)).collect();
-        Linear::forward_many(b, x, &lin, m)?;
+        Linear::forward_many(b, MatmulInput::Plain(x), &lin, m)?;
         for (d, out) in parts {
             b.add_bias(out, &d.b, m, d.rows)?;
         }

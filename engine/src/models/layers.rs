@@ -2,7 +2,7 @@
 //! (f32 or LQ4 weights), the SwiGLU [`Mlp`], the [`TokenEmbedding`] (which doubles as the tied
 //! LM head) and the [`OutputHead`] (final norm + LM head).
 
-use crate::backend::{Backend, BufferLen, MatmulKernel};
+use crate::backend::{Backend, BufferLen, MatmulInput, MatmulKernel, MatrixShape};
 use crate::error::{EngineError, Result};
 use crate::format::weights::{expect, WeightSource};
 use crate::quant::Q4Matrix;
@@ -153,12 +153,22 @@ impl<B: Backend> Linear<B> {
         }
     }
 
+    /// Input features.
+    pub fn cols(&self) -> usize {
+        match self {
+            Linear::Q4(q) => q.cols(),
+            Linear::Q4Blocks { blocks, .. } => blocks.first().map_or(0, |(_, q)| q.cols()),
+            Linear::F32 { cols, .. } => *cols,
+        }
+    }
+
     /// `out_j[m][rows_j] = x[m][cols] W_j^T` for several matrices over the same activations (a
-    /// layer's q, k and v projections): one [`Backend::q4_matmul_many`] where each is a single
-    /// 4-bit block, else one [`Linear::forward`] each.
+    /// layer's q, k and v projections, after its input norm where `x` says so): one
+    /// [`Backend::q4_matmul_many`] where each is a single 4-bit block, else the norm's pass
+    /// and one [`Linear::forward`] each.
     pub fn forward_many(
         b: &B,
-        x: &B::Buffer,
+        x: MatmulInput<'_, B::Buffer>,
         parts: &[(&Linear<B>, &B::Buffer)],
         m: usize,
     ) -> Result<()> {
@@ -172,6 +182,8 @@ impl<B: Backend> Linear<B> {
         if q4.len() == parts.len() {
             return b.q4_matmul_many(x, &q4, m, kernel_for(m));
         }
+        let cols = parts.first().map_or(0, |(l, _)| l.cols());
+        let x = b.matmul_input(x, m, cols)?;
         for (l, out) in parts {
             l.forward(b, x, out, m)?;
         }
@@ -239,11 +251,12 @@ impl<B: Backend> Mlp<B> {
     }
 
     /// `x[t][hidden] += down(silu(gate(h)) * up(h))` with scratch `gate, up, act[t][inter]`
-    /// and `o[t][hidden]`; 4-bit gate and up matrices go through [`Backend::q4_matmul_glu`].
+    /// and `o[t][hidden]` (`h`: the activations, or the layer's norm of them); 4-bit gate and up
+    /// matrices go through [`Backend::q4_matmul_glu`].
     pub fn add_to(
         &self,
         b: &B,
-        h: &B::Buffer,
+        h: MatmulInput<'_, B::Buffer>,
         [gate, up, act, o]: [&B::Buffer; 4],
         x: &B::Buffer,
         t: usize,
@@ -254,6 +267,7 @@ impl<B: Backend> Mlp<B> {
                 b.q4_matmul_glu(h, (g, u), (gate, up), act, n, kernel_for(t))?;
             }
             _ => {
+                let h = b.matmul_input(h, t, self.hidden)?;
                 self.gate_proj.forward(b, h, gate, t)?;
                 self.up_proj.forward(b, h, up, t)?;
                 b.silu_mul(gate, up, act, t * self.inter)?;

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::layers::{Linear, Mlp, OutputHead, TokenEmbedding, WeightFormat};
 use super::shell::{Architecture, KvCache, LoadOptions};
-use crate::backend::{rope_table, Backend, RopeShape};
+use crate::backend::{rope_table, Backend, MatmulInput, RopeShape};
 use crate::error::{EngineError, Result};
 use crate::format::gguf::Value;
 use crate::format::weights::{expect, GgufSource, WeightSource};
@@ -474,12 +474,18 @@ impl<B: Backend> Architecture<B> for Llama<B> {
         // 0. Embedding: x [t, h].
         self.embed.forward(b, ids, &s.x)?;
         for l in &self.layers {
-            // 1. h = rms_norm(x)                                   [t, h]
-            b.rms_norm(&s.x, &l.input_layernorm, &s.h, t, h, eps, 0.0)?;
-            // 2. projections, one pass where the backend fuses them [t, nh*hd], [t, kv*hd]
+            // 1–2. h = rms_norm(x) [t, h], then the projections [t, nh*hd], [t, kv*hd]: one
+            //      pass where the backend fuses them (the norm in the GEMV's prologue)
+            let norm = |weight| MatmulInput::RmsNormed {
+                x: &s.x,
+                weight,
+                eps,
+                offset: 0.0,
+                normed: &s.h,
+            };
             let a = &l.attn;
             let qkv = [(&a.q_proj, &s.q), (&a.k_proj, &s.k), (&a.v_proj, &s.v)];
-            Linear::forward_many(b, &s.h, &qkv, t)?;
+            Linear::forward_many(b, norm(&l.input_layernorm), &qkv, t)?;
             // 3–4. Qwen3: per-head RMSNorm of q and k (rows t*heads, dim hd), then RoPE at
             //      pos0 (one pass each where the backend fuses them)
             let rs = |heads| RopeShape {
@@ -506,9 +512,9 @@ impl<B: Backend> Architecture<B> for Llama<B> {
             // 7. x += att Wo^T                                     [t, h]
             l.attn.o_proj.forward_add(b, &s.att, (&s.x, &s.o), t, h)?;
             // 8. x += down(silu(gate(h2)) * up(h2))
-            b.rms_norm(&s.x, &l.post_attention_layernorm, &s.h, t, h, eps, 0.0)?;
             let scratch = [&s.gate, &s.up, &s.act, &s.o];
-            l.mlp.add_to(b, &s.h, scratch, &s.x, t)?;
+            l.mlp
+                .add_to(b, norm(&l.post_attention_layernorm), scratch, &s.x, t)?;
         }
         // 9. final norm and LM head
         self.head.forward(b, &s.x, &s.h, t, all_logits)

@@ -17,6 +17,12 @@ pub struct Tuning {
     /// Steps of the word-per-lane GEMV (`q4_gemv.wgsl`) whose loads are issued together
     /// before their arithmetic: 1 or 4.
     pub gemv_unroll: u32,
+    /// Matrices of one width and layout one word-GEMV dispatch computes (a layer's q, k and
+    /// v): 1 to 3.
+    pub gemv_parts: u32,
+    /// A layer's input RMSNorm in the prologue of the word-GEMV that reads it, instead of a
+    /// pass of its own.
+    pub norm_gemv: bool,
     /// Workgroup size of the row-wise reductions (norm, softmax).
     pub reduce_wg: u32,
     /// Workgroup size of attention.
@@ -29,6 +35,9 @@ pub struct Tuning {
     pub attn_groups: u32,
     /// Workgroup size of element-wise kernels.
     pub elem_wg: u32,
+    /// KV cache appends as a dispatch inside the compute pass (GPUs), not a transfer command
+    /// that ends the pass (CPU rasterisers, where a pass boundary costs nothing).
+    pub kv_dispatch: bool,
     /// The fused kernels (the residual add in the GEMV, SwiGLU in one GEMV, RMSNorm with
     /// RoPE); off: the plain ops they stand for (see `GpuContext::verify_fused`).
     pub fuse: bool,
@@ -54,11 +63,14 @@ impl Tuning {
                 "gemv_tpr" => self.gemv_tpr = v,
                 "gemv_groups" => self.gemv_groups = v != 0,
                 "gemv_unroll" => self.gemv_unroll = v,
+                "gemv_parts" => self.gemv_parts = v,
+                "norm_gemv" => self.norm_gemv = v != 0,
                 "reduce_wg" => self.reduce_wg = v,
                 "attn_wg" => self.attn_wg = v,
                 "decode_wg" => self.decode_wg = v,
                 "attn_groups" => self.attn_groups = v,
                 "elem_wg" => self.elem_wg = v,
+                "kv_dispatch" => self.kv_dispatch = v != 0,
                 "fuse" => self.fuse = v != 0,
                 _ => return Err(bad("unknown field")),
             }
@@ -69,12 +81,14 @@ impl Tuning {
             || (t.decode_wg != 0 && (!t.decode_wg.is_power_of_two() || t.decode_wg > 256))
             || t.gemv_tpr > t.gemv_wg
             || !matches!(t.gemv_unroll, 1 | 4)
+            || !(1..=3).contains(&t.gemv_parts)
             || t.attn_groups == 0
         {
             return Err(EngineError::Gpu(format!(
                 "{var}: workgroup sizes and threads per row must be powers of two up to 256 \
                  (threads per row up to the GEMV's workgroup; decode_wg 0 or one), the GEMV's \
-                 unroll 1 or 4 and attention's workgroups positive: {t:?}"
+                 unroll 1 or 4, its matrices per dispatch 1 to 3 and attention's workgroups \
+                 positive: {t:?}"
             )));
         }
         Ok(self)
@@ -87,11 +101,14 @@ impl Tuning {
             gemv_tpr: if cpu { 1 } else { 32 },
             gemv_groups: cpu,
             gemv_unroll: 4,
+            gemv_parts: 3,
+            norm_gemv: true,
             reduce_wg: if cpu { 64 } else { 128 },
             attn_wg: 64,
             decode_wg: if cpu { 64 } else { 128 },
             attn_groups: 1024,
             elem_wg: 64,
+            kv_dispatch: !cpu,
             fuse: true,
         }
     }

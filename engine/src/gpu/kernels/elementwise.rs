@@ -1,6 +1,7 @@
 //! The element-wise kernels, one invocation per element (`common.wgsl` prepended to each):
-//! residual add, bias add, the SwiGLU and sigmoid gates, GELU, the half-row copy and the plain
-//! copy the benchmarks use as a bandwidth yardstick. Shapes are checked by the caller.
+//! residual add, bias add, the SwiGLU and sigmoid gates, GELU, the half-row copy, a range copy
+//! inside the compute pass (KV appends) and the plain copy the benchmarks use as a bandwidth
+//! yardstick. Shapes are checked by the caller.
 
 use super::{dispatch_items, Words};
 use crate::error::Result;
@@ -20,6 +21,8 @@ pub const GELU: Shader = crate::shader!("gelu", common);
 pub const TAKE_HALF: Shader = crate::shader!("take_half", common);
 /// `out[i] = x[i]` as vec4.
 pub const COPY: Shader = crate::shader!("copy", common);
+/// `out[dst + i] = x[src + i]`: a copy inside the compute pass.
+pub const COPY_RANGE: Shader = crate::shader!("copy_range", common);
 
 /// `{n}`: the parameters of the kernels that only take a length.
 fn len(n: usize) -> Words {
@@ -68,6 +71,17 @@ pub(crate) fn take_half(
 ) -> Result<()> {
     let p = [rows as u32, dim as u32, half as u32, 0];
     dispatch_items(ctx, &TAKE_HALF, p, &[src, out], rows * dim)
+}
+
+/// Records `out[dst + i] = x[src + i]` for `i < n` as a dispatch (no pass boundary).
+pub(crate) fn copy_range(
+    ctx: &GpuContext,
+    (x, src): (&wgpu::Buffer, usize),
+    (out, dst): (&wgpu::Buffer, usize),
+    n: usize,
+) -> Result<()> {
+    let p = [n as u32, src as u32, dst as u32, 0];
+    dispatch_items(ctx, &COPY_RANGE, p, &[x, out], n)
 }
 
 /// Records a copy of `n` f32 (`n % 4 == 0`) from `x` to `out`.

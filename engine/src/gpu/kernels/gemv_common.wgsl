@@ -18,6 +18,17 @@ struct Params {
     out_stride: u32, // elements between consecutive rows of `out`
     out_off: u32,    // element offset of out[0][0]
     kind: u32,       // 0: LQ4; 1: lq4h; 2: q8_0
+    // q4_gemv.wgsl with PARTS > 1 (several matrices of one width and layout, one dispatch):
+    // the second and third matrices' rows, section offsets in `w2` / `w3` and first
+    // workgroups (the first matrix's workgroups come first); unused elsewhere.
+    n1: u32,
+    sm_off1: u32,
+    rows_off1: u32,
+    start1: u32,
+    n2: u32,
+    sm_off2: u32,
+    rows_off2: u32,
+    start2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -66,21 +77,22 @@ fn slot(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> Slot {
     return Slot(wg_linear * (WG / TPR) + lid / TPR, lid % TPR, wid.z);
 }
 
-// The (sc, mn) scales of 4-bit group `g` of the matrix (row * groups + group): LQ4's sub-scale
-// and min bytes, lq4h's f16 (s, m) pair.
-fn group_scales(g: u32) -> vec2<f32> {
+// The (sc, mn) scales of 4-bit group `g` of the matrix whose scale section starts at word
+// `sm_off` (g = row * groups + group): LQ4's sub-scale and min bytes, lq4h's f16 (s, m) pair.
+fn group_scales(sm_off: u32, g: u32) -> vec2<f32> {
     if (p.kind != 0u) {
-        return unpack2x16float(word(p.sm_off + g));
+        return unpack2x16float(word(sm_off + g));
     }
     let b = 2u * g;
-    let smw = word(p.sm_off + b / 4u) >> (8u * (b % 4u));
+    let smw = word(sm_off + b / 4u) >> (8u * (b % 4u));
     return vec2<f32>(f32(smw & 0xFFu), f32((smw >> 8u) & 0xFFu));
 }
 
-// The (d, dmin) of a 4-bit matrix's row `row`: LQ4's f32 pair, (1, 1) for lq4h.
-fn row_scales(row: u32) -> vec2<f32> {
+// The (d, dmin) of row `row` of a 4-bit matrix whose row scales start at word `rows_off`:
+// LQ4's f32 pair, (1, 1) for lq4h.
+fn row_scales(rows_off: u32, row: u32) -> vec2<f32> {
     if (p.kind != 0u) {
         return vec2<f32>(1.0);
     }
-    return vec2<f32>(bitcast<f32>(word(p.rows_off + 2u * row)), bitcast<f32>(word(p.rows_off + 2u * row + 1u)));
+    return vec2<f32>(bitcast<f32>(word(rows_off + 2u * row)), bitcast<f32>(word(rows_off + 2u * row + 1u)));
 }

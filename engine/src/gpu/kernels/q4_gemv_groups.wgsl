@@ -37,7 +37,7 @@ fn main(
         let xbase = at.mi * (p.k / 4u);
         for (var gi = at.lane; gi < groups; gi += TPR) {
             let q = w[gbase + gi];
-            let sc = group_scales(gbase + gi);
+            let sc = group_scales(p.sm_off, gbase + gi);
             let xb = xbase + 8u * gi;
             let x0 = x[xb];
             let x1 = x[xb + 1u];
@@ -55,7 +55,7 @@ fn main(
     }
     let r = row_sum(lid, at.lane, vec2<f32>(acc_q, acc_m));
     if (at.lane == 0u && at.row < p.n) {
-        let d = row_scales(at.row);
+        let d = row_scales(p.rows_off, at.row);
         store(p.out_off + at.mi * p.out_stride + at.row, d.x * r.x - d.y * r.y);
     }
 }

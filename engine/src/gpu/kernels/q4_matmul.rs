@@ -33,6 +33,9 @@ pub(crate) struct Params {
     pub out_stride: u32,
     pub out_off: u32,
     pub kind: u32,
+    /// The word GEMV's second and third matrices (`PARTS` > 1): rows, section offsets and
+    /// first workgroup of each; zero elsewhere.
+    pub parts: [u32; 8],
 }
 
 impl Params {
@@ -48,8 +51,37 @@ impl Params {
             out_stride: stride as u32,
             out_off: off as u32,
             kind: w.kind,
+            parts: [0; 8],
         }
     }
+}
+
+/// RMSNorm in the word GEMV's prologue (a layer's input norm): its weight `[k]`, variance
+/// epsilon and weight offset (1 for `(1 + w)` norms).
+#[derive(Clone, Copy)]
+pub(crate) struct NormIn<'a> {
+    pub weight: &'a wgpu::Buffer,
+    pub eps: f32,
+    pub offset: f32,
+}
+
+/// Whether the word-per-lane GEMV (`q4_gemv.wgsl`) is this adapter's kernel for `w`: 4-bit
+/// rows (not `q8_0`) and the word kernel in the tuning (GPUs, not CPU rasterisers). Its
+/// prologue (RMSNorm) and its several matrices per dispatch exist only there.
+pub(crate) fn word_gemv(ctx: &GpuContext, w: &GpuQ4) -> bool {
+    w.kind != GpuQ4::Q8 && !ctx.tuning.gemv_groups
+}
+
+/// Whether one word-GEMV dispatch computes all of `mats`: one to three 4-bit matrices of one
+/// width and layout.
+pub(crate) fn parts_fit(ctx: &GpuContext, mats: &[&GpuQ4]) -> bool {
+    let Some(first) = mats.first() else {
+        return false;
+    };
+    mats.len() <= 3
+        && mats
+            .iter()
+            .all(|w| word_gemv(ctx, w) && (w.cols, w.kind) == (first.cols, first.kind))
 }
 
 /// What the GEMV does with a row's product.
@@ -101,11 +133,7 @@ pub(crate) fn dispatch_with(
     let params = Params::for_matrix(w, m, window);
     let p = bytemuck::bytes_of(&params);
     let acc = u32::from(matches!(epilogue, Epilogue::Add));
-    let w2 = match epilogue {
-        Epilogue::Glu(up) => &up.buf,
-        _ => ctx.dummy(),
-    };
-    let buffers = [&w.buf, x, out, w2];
+    let buffers = [&w.buf, x, out];
     let t = ctx.tuning;
     let gemv = if w.kind == GpuQ4::Q8 {
         &Q8_GEMV
@@ -118,37 +146,24 @@ pub(crate) fn dispatch_with(
         MatmulKernel::Gemv => gemv.label,
         MatmulKernel::Gemm => GEMM.label,
     };
-    let up_bytes = match epilogue {
-        Epilogue::Glu(up) => up.buf.size(),
-        _ => 0,
-    };
-    ctx.note_weight_bytes(label, w.buf.size() + up_bytes);
+    if !(kernel == MatmulKernel::Gemv && std::ptr::eq(gemv, &GEMV)) {
+        ctx.note_weight_bytes(label, w.buf.size());
+    }
     match kernel {
+        MatmulKernel::Gemv if std::ptr::eq(gemv, &GEMV) => {
+            gemv_word(ctx, x, &[(w, out)], (m, window), epilogue, None)
+        }
         MatmulKernel::Gemv => {
-            let glu = matches!(epilogue, Epilogue::Glu(_));
-            let word_kernel = std::ptr::eq(gemv, &GEMV);
-            if glu && !word_kernel {
+            if matches!(epilogue, Epilogue::Glu(_)) {
                 return Err(crate::error::shape_err(
                     "q4_matmul_glu",
                     "SwiGLU in one pass needs the word-per-lane GEMV".to_string(),
                 ));
             }
-            let slots = t.gemv_wg / t.gemv_tpr;
-            let mut g = groups_for(w.rows, if glu { slots / 2 } else { slots });
+            let mut g = groups_for(w.rows, t.gemv_wg / t.gemv_tpr);
             g[2] = m as u32;
-            let consts = [
-                ("WG", t.gemv_wg),
-                ("TPR", t.gemv_tpr),
-                ("ACC", acc),
-                ("U", t.gemv_unroll),
-                ("GLU", u32::from(glu)),
-            ];
-            let (consts, buffers) = if word_kernel {
-                (&consts[..], &buffers[..])
-            } else {
-                (&consts[..3], &buffers[..3])
-            };
-            ctx.dispatch(gemv, consts, p, buffers, g)
+            let consts = [("WG", t.gemv_wg), ("TPR", t.gemv_tpr), ("ACC", acc)];
+            ctx.dispatch(gemv, &consts, p, &buffers[..3], g)
         }
         MatmulKernel::Gemm => {
             if !matches!(epilogue, Epilogue::Store) {
@@ -161,6 +176,81 @@ pub(crate) fn dispatch_with(
             ctx.dispatch(&GEMM, &[], p, &buffers[..3], g)
         }
     }
+}
+
+/// Records the word-per-lane GEMV (`q4_gemv.wgsl`) of `x` (or, with `norm`, of RMSNorm(x))
+/// by one to three matrices of one width and layout, each into its own output: the first into
+/// the window `(row stride, offset)`, the others whole. Several matrices store their products
+/// (no other epilogue). Shapes are checked by the caller.
+pub(crate) fn gemv_word(
+    ctx: &GpuContext,
+    x: &wgpu::Buffer,
+    mats: &[(&GpuQ4, &wgpu::Buffer)],
+    (m, window): (usize, (usize, usize)),
+    epilogue: Epilogue<'_>,
+    norm: Option<NormIn<'_>>,
+) -> Result<()> {
+    let ws: Vec<&GpuQ4> = mats.iter().map(|(w, _)| *w).collect();
+    let Some(&(w, out)) = mats.first() else {
+        return Ok(());
+    };
+    if !parts_fit(ctx, &ws) || (mats.len() > 1 && !matches!(epilogue, Epilogue::Store)) {
+        return Err(crate::error::shape_err(
+            "q4_gemv",
+            format!(
+                "one dispatch takes one to three 4-bit matrices of one width and layout on the \
+                 word kernel, several only storing their products; got {} ({:?})",
+                mats.len(),
+                ws.iter()
+                    .map(|w| (w.rows, w.cols, w.kind))
+                    .collect::<Vec<_>>()
+            ),
+        ));
+    }
+    let t = ctx.tuning;
+    let glu = matches!(epilogue, Epilogue::Glu(_));
+    let slots = t.gemv_wg / t.gemv_tpr;
+    let per_group = if glu { slots / 2 } else { slots };
+    let mut params = Params::for_matrix(w, m, window);
+    let mut total = (w.rows as u32).div_ceil(per_group);
+    for (i, (wj, _)) in mats.iter().enumerate().skip(1) {
+        let base = 4 * (i - 1);
+        params.parts[base] = wj.rows as u32;
+        params.parts[base + 1] = wj.sm_off as u32;
+        params.parts[base + 2] = wj.rows_off as u32;
+        params.parts[base + 3] = total;
+        total += (wj.rows as u32).div_ceil(per_group);
+    }
+    let dummy = ctx.dummy();
+    let read = |i: usize| mats.get(i).map_or(dummy, |(wj, _)| &wj.buf);
+    let write = |i: usize| mats.get(i).map_or(out, |(_, o)| *o);
+    let w2 = match epilogue {
+        Epilogue::Glu(up) => &up.buf,
+        _ => read(1),
+    };
+    let g_buf = norm.map_or(dummy, |n| n.weight);
+    let buffers = [&w.buf, x, out, w2, g_buf, read(2), write(1), write(2)];
+    let bytes: u64 = ws.iter().map(|w| w.buf.size()).sum::<u64>()
+        + match epilogue {
+            Epilogue::Glu(up) => up.buf.size(),
+            _ => 0,
+        };
+    ctx.note_weight_bytes(GEMV.label, bytes);
+    let mut g = crate::gpu::context::grid(total);
+    g[2] = m as u32;
+    let (eps, offset) = norm.map_or((0, 0), |n| (n.eps.to_bits(), n.offset.to_bits()));
+    let consts = [
+        ("WG", t.gemv_wg),
+        ("TPR", t.gemv_tpr),
+        ("ACC", u32::from(matches!(epilogue, Epilogue::Add))),
+        ("U", t.gemv_unroll),
+        ("GLU", u32::from(glu)),
+        ("PARTS", mats.len() as u32),
+        ("NORM", u32::from(norm.is_some())),
+        ("NORM_EPS", eps),
+        ("NORM_OFFSET", offset),
+    ];
+    ctx.dispatch(&GEMV, &consts, bytemuck::bytes_of(&params), &buffers, g)
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@
 
 use super::layers::{vector, Linear, Mlp, OutputHead, TokenEmbedding, WeightFormat};
 use super::shell::{Architecture, KvCache, LoadOptions};
-use crate::backend::{rope_table, Backend, BufferLen, DeltaShape, RopeShape};
+use crate::backend::{rope_table, Backend, BufferLen, DeltaShape, MatmulInput, RopeShape};
 use crate::error::Result;
 use crate::format::weights::{expect, HostTensor, WeightSource};
 
@@ -328,8 +328,14 @@ impl<B: Backend> Qwen35<B> {
         })
     }
 
-    /// Steps 2–6 of a linear-attention layer: `s.h` in, `s.o` out.
-    fn linear_attention(&self, b: &B, la: &GatedDeltaNet<B>, t: usize) -> Result<()> {
+    /// Steps 2–6 of a linear-attention layer: `h` (the layer's normed input) in, `s.o` out.
+    fn linear_attention(
+        &self,
+        b: &B,
+        la: &GatedDeltaNet<B>,
+        h: MatmulInput<'_, B::Buffer>,
+        t: usize,
+    ) -> Result<()> {
         let (cfg, s) = (&self.cfg, &self.s);
         let (nv, dv) = (cfg.linear_num_value_heads, cfg.linear_value_head_dim);
         // 2. projections                          [t, conv_dim], [t, nv*dv], [t, nv] x2
@@ -339,7 +345,7 @@ impl<B: Backend> Qwen35<B> {
             (&la.in_proj_b, &s.b),
             (&la.in_proj_a, &s.a),
         ];
-        Linear::forward_many(b, &s.h, &parts, t)?;
+        Linear::forward_many(b, h, &parts, t)?;
         // 3. causal depthwise conv + SiLU, continuing the conv state      [t, conv_dim]
         b.conv1d_silu(
             &s.qkv,
@@ -383,8 +389,15 @@ impl<B: Backend> Qwen35<B> {
         la.out_proj.forward(b, &s.gated, &s.o, t)
     }
 
-    /// Steps 2–6 of a full-attention layer: `s.h` in, `s.o` out.
-    fn full_attention(&self, b: &B, fa: &GatedAttention<B>, t: usize, pos0: usize) -> Result<()> {
+    /// Steps 2–6 of a full-attention layer: `h` (the layer's normed input) in, `s.o` out.
+    fn full_attention(
+        &self,
+        b: &B,
+        fa: &GatedAttention<B>,
+        h: MatmulInput<'_, B::Buffer>,
+        t: usize,
+        pos0: usize,
+    ) -> Result<()> {
         let (cfg, s) = (&self.cfg, &self.s);
         let (hd, nh, kv) = (
             cfg.head_dim(),
@@ -399,7 +412,7 @@ impl<B: Backend> Qwen35<B> {
             (&fa.k_proj, &s.k),
             (&fa.v_proj, &s.v),
         ];
-        Linear::forward_many(b, &s.h, &parts, t)?;
+        Linear::forward_many(b, h, &parts, t)?;
         b.take_half(&s.q_raw, &s.q, t * nh, hd, 0)?;
         b.take_half(&s.q_raw, &s.gate, t * nh, hd, 1)?;
         // 4. per-head RMSNorm (1 + w), partial RoPE at pos0
@@ -458,17 +471,25 @@ impl<B: Backend> Architecture<B> for Qwen35<B> {
         // 0. Embedding: x [t, h].
         self.embed.forward(b, ids, &s.x)?;
         for l in &self.layers {
-            // 1. h = rms_norm(x) * (1 + w)                                  [t, h]
-            b.rms_norm(&s.x, &l.input_layernorm, &s.h, t, h, eps, 1.0)?;
+            // 1. h = rms_norm(x) * (1 + w) [t, h]: a pass of its own, or the prologue of the
+            //    projections' GEMV where the backend fuses them
+            let norm = |weight| MatmulInput::RmsNormed {
+                x: &s.x,
+                weight,
+                eps,
+                offset: 1.0,
+                normed: &s.h,
+            };
+            let hn = norm(&l.input_layernorm);
             match &l.mixer {
-                Mixer::Linear(la) => self.linear_attention(b, la, t)?,
-                Mixer::Full(fa) => self.full_attention(b, fa, t, pos0)?,
+                Mixer::Linear(la) => self.linear_attention(b, la, hn, t)?,
+                Mixer::Full(fa) => self.full_attention(b, fa, hn, t, pos0)?,
             }
             b.add_assign(&s.x, &s.o, t * h)?;
             // 7. x += down(silu(gate(h2)) * up(h2)), h2 = rms_norm(x) * (1 + w)
-            b.rms_norm(&s.x, &l.post_attention_layernorm, &s.h, t, h, eps, 1.0)?;
             let scratch = [&s.mlp_gate, &s.mlp_up, &s.act, &s.o];
-            l.mlp.add_to(b, &s.h, scratch, &s.x, t)?;
+            l.mlp
+                .add_to(b, norm(&l.post_attention_layernorm), scratch, &s.x, t)?;
         }
         // 8. final norm and LM head
         self.head.forward(b, &s.x, &s.h, t, all_logits)
