@@ -194,7 +194,7 @@ fn gemv_every_threads_per_row() {
         Err(e) => panic!("no GPU adapter: {e}"),
     };
     for (groups, unroll) in [(false, 1), (false, 4), (true, 1)] {
-        for tpr in [1, 2, 8, 32, 64] {
+        for tpr in [1, 2, 8, 16, 32, 64] {
             ctx.tuning.gemv_tpr = tpr;
             ctx.tuning.gemv_groups = groups;
             ctx.tuning.gemv_unroll = unroll;
@@ -205,6 +205,10 @@ fn gemv_every_threads_per_row() {
                 );
                 report(&who, seed, pollster::block_on(suite::q4_gemv(&ctx, seed)));
                 report(&who, seed, pollster::block_on(suite::q4_fused(&ctx, seed)));
+                if unroll == 4 {
+                    // The f32 GEMV (Qwen3.5's small projections) shares the threads per row.
+                    report(&who, seed, pollster::block_on(suite::f32_gemv(&ctx, seed)));
+                }
             }
         }
     }

@@ -98,7 +98,7 @@ impl Tuning {
         let cpu = matches!(info.device_type, wgpu::DeviceType::Cpu);
         Tuning {
             gemv_wg: 64,
-            gemv_tpr: if cpu { 1 } else { 32 },
+            gemv_tpr: if cpu { 1 } else { 16 },
             gemv_groups: cpu,
             gemv_unroll: 4,
             gemv_parts: 3,
