@@ -397,6 +397,19 @@ pub trait Backend {
         self.rms_norm(x, weight, out, rows, shape.head_dim, eps, weight_offset)?;
         self.rope(out, table, shape)
     }
+    /// [`Backend::rms_norm_rope`] of a layer's queries and keys, each `(x, weight, out)` with
+    /// its own shape (`heads`; the other fields equal): by default one call each; a backend
+    /// may do both in one pass.
+    fn rms_norm_rope_pair(
+        &self,
+        [q, k]: [(&Self::Buffer, &Self::Buffer, &Self::Buffer); 2],
+        norm: (f32, f32),
+        table: &Self::Buffer,
+        [q_shape, k_shape]: [RopeShape; 2],
+    ) -> Result<()> {
+        self.rms_norm_rope(q.0, q.1, q.2, norm, table, q_shape)?;
+        self.rms_norm_rope(k.0, k.1, k.2, norm, table, k_shape)
+    }
     /// Causal grouped-query attention of `q` over the caches into `out[tokens][heads][head_dim]`.
     fn attention(
         &self,
@@ -422,6 +435,20 @@ pub trait Backend {
         dst_offset: usize,
         len: usize,
     ) -> Result<()>;
+    /// [`Backend::write_kv`] of a layer's keys and values at once (`[k, v]` into `[k_cache,
+    /// v_cache]` at the same offsets): by default one call each; a backend may append both in
+    /// one pass.
+    fn write_kv_pair(
+        &self,
+        [k, v]: [&Self::Buffer; 2],
+        src_offset: usize,
+        [k_cache, v_cache]: [&Self::Kv; 2],
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        self.write_kv(k, src_offset, k_cache, dst_offset, len)?;
+        self.write_kv(v, src_offset, v_cache, dst_offset, len)
+    }
     /// [`Backend::attention`] over KV caches.
     fn attention_kv(
         &self,

@@ -576,13 +576,42 @@ pub async fn rms_norm_rope<B: Backend>(b: &B, seed: u64) -> Check {
         .iter()
         .map(|&v| v as f32)
         .collect();
+    let want = oracle::rope(&normed, &table, tokens, heads, head_dim, rot, pos0);
+    let shape = format!("tokens={tokens} heads={heads} head_dim={head_dim} rot={rot} pos0={pos0}");
+    let said = compare(op, shape.clone(), bounds::RMS_NORM, &want, &got)?;
+    // The same as the queries of a pair (`rms_norm_rope_pair`), beside keys of another head
+    // count and weight.
+    let heads2 = rng.range(1, 4);
+    let x2 = rng.normal_vec(tokens * heads2 * head_dim, 2.0);
+    let w2 = rng.normal_vec(head_dim, 1.0);
+    let s2 = RopeShape { heads: heads2, ..s };
+    let (x2d, w2d, o1, o2) = (
+        b.upload("x2", &x2).map_err(e(op))?,
+        b.upload("w2", &w2).map_err(e(op))?,
+        b.alloc("o1", x.len()).map_err(e(op))?,
+        b.alloc("o2", x2.len()).map_err(e(op))?,
+    );
+    let qk = [(&xd, &wd, &o1), (&x2d, &w2d, &o2)];
+    b.rms_norm_rope_pair(qk, (eps, offset), &td, [s, s2])
+        .map_err(e(op))?;
+    let got = b.read(&o1, 0, x.len()).await.map_err(e(op))?;
+    let what = "rms_norm_rope_pair (queries)";
+    compare(what, shape.clone(), bounds::RMS_NORM, &want, &got)?;
+    let normed2: Vec<f32> = oracle::rms_norm(&x2, &w2, tokens * heads2, head_dim, eps, offset)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let want2 = oracle::rope(&normed2, &table, tokens, heads2, head_dim, rot, pos0);
+    let got = b.read(&o2, 0, x2.len()).await.map_err(e(op))?;
+    let what = "rms_norm_rope_pair (keys)";
     compare(
-        op,
-        format!("tokens={tokens} heads={heads} head_dim={head_dim} rot={rot} pos0={pos0}"),
+        what,
+        format!("{shape} heads2={heads2}"),
         bounds::RMS_NORM,
-        &oracle::rope(&normed, &table, tokens, heads, head_dim, rot, pos0),
+        &want2,
         &got,
-    )
+    )?;
+    Ok(said)
 }
 
 /// Causal attention over KV caches in the backend's format ([`Backend::kv_format`]): the
@@ -623,15 +652,21 @@ pub async fn attention_kv<B: Backend>(b: &B, seed: u64) -> Check {
     let (k_new, v_new) = (upload("k", &with_lead(&k))?, upload("v", &with_lead(&v))?);
     let nan = upload("nan", &vec![f32::NAN; (ctx * row) - old - new])?;
     let mut caches = Vec::new();
-    for (first, next) in [(&k_old, &k_new), (&v_old, &v_new)] {
+    for first in [&k_old, &v_old] {
         let c = b
             .alloc_kv("cache", ctx * row, b.kv_format())
             .map_err(e(op))?;
         b.write_kv(first, 0, &c, 0, old).map_err(e(op))?;
-        b.write_kv(next, lead, &c, old, new).map_err(e(op))?;
-        b.write_kv(&nan, 0, &c, old + new, ctx * row - old - new)
-            .map_err(e(op))?;
         caches.push(c);
+    }
+    // The new keys and values appended together (`write_kv_pair`, as a layer appends them),
+    // then NaN past them: attention must not read there.
+    let pair = [&caches[0], &caches[1]];
+    b.write_kv_pair([&k_new, &v_new], lead, pair, old, new)
+        .map_err(e(op))?;
+    for c in &caches {
+        b.write_kv(&nan, 0, c, old + new, ctx * row - old - new)
+            .map_err(e(op))?;
     }
     let s = AttnShape {
         tokens,

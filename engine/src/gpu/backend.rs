@@ -314,7 +314,41 @@ impl Backend for GpuContext {
         };
         let rope = (shape.heads, shape.rot_dim, shape.pos0);
         let ins = (&x.buf, &weight.buf, &table.buf);
-        kernels::rows::rms_norm_rope(self, ins, &out.buf, s, rope)
+        kernels::rows::rms_norm_rope(self, ins, &out.buf, s, rope, None)
+    }
+
+    fn rms_norm_rope_pair(
+        &self,
+        [q, k]: [(&GpuBuffer, &GpuBuffer, &GpuBuffer); 2],
+        (eps, weight_offset): (f32, f32),
+        table: &GpuBuffer,
+        [qs, ks]: [RopeShape; 2],
+    ) -> Result<()> {
+        let same = (qs.tokens, qs.head_dim, qs.rot_dim, qs.pos0)
+            == (ks.tokens, ks.head_dim, ks.rot_dim, ks.pos0);
+        if !self.tuning.fuse || !same {
+            self.rms_norm_rope(q.0, q.1, q.2, (eps, weight_offset), table, qs)?;
+            return self.rms_norm_rope(k.0, k.1, k.2, (eps, weight_offset), table, ks);
+        }
+        for ((x, weight, out), shape) in [(q, qs), (k, ks)] {
+            check::rms_norm(x, weight, out, shape.tokens * shape.heads, shape.head_dim)?;
+            check::rope(out, table, shape)?;
+            no_alias("rms_norm_rope_pair", out, &[q.0, q.1, k.0, k.1, table])?;
+        }
+        no_alias("rms_norm_rope_pair", q.2, &[k.2])?;
+        let s = Rows {
+            rows: qs.tokens * qs.heads,
+            dim: qs.head_dim,
+            eps,
+            offset: weight_offset,
+        };
+        let rope = (qs.heads, qs.rot_dim, qs.pos0);
+        let ins = (&q.0.buf, &q.1.buf, &table.buf);
+        let second = (
+            [&k.0.buf, &k.1.buf, &k.2.buf],
+            (ks.tokens * ks.heads, ks.heads),
+        );
+        kernels::rows::rms_norm_rope(self, ins, &q.2.buf, s, rope, Some(second))
     }
 
     fn rope(&self, x: &GpuBuffer, table: &GpuBuffer, shape: RopeShape) -> Result<()> {
@@ -359,8 +393,28 @@ impl Backend for GpuContext {
         }
         check::copy(src, src_offset, dst, dst_offset, len)?;
         no_alias("write_kv", dst, &[src])?;
-        let (from, to) = ((&src.buf, src_offset), (&dst.buf, dst_offset));
-        kernels::elementwise::copy_range(self, from, to, len)
+        let offsets = (src_offset, dst_offset);
+        kernels::elementwise::copy_range(self, &[(&src.buf, &dst.buf)], offsets, len)
+    }
+
+    fn write_kv_pair(
+        &self,
+        [k, v]: [&GpuBuffer; 2],
+        src_offset: usize,
+        [k_cache, v_cache]: [&GpuBuffer; 2],
+        dst_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        if !self.tuning.kv_dispatch {
+            self.write_kv(k, src_offset, k_cache, dst_offset, len)?;
+            return self.write_kv(v, src_offset, v_cache, dst_offset, len);
+        }
+        for (src, dst) in [(k, k_cache), (v, v_cache)] {
+            check::copy(src, src_offset, dst, dst_offset, len)?;
+            no_alias("write_kv_pair", dst, &[k, v])?;
+        }
+        let pairs = [(&k.buf, &k_cache.buf), (&v.buf, &v_cache.buf)];
+        kernels::elementwise::copy_range(self, &pairs, (src_offset, dst_offset), len)
     }
 
     fn attention_kv(

@@ -98,6 +98,12 @@ async fn outputs(b: &GpuContext) -> Result<Vec<(&'static str, Vec<f32>)>> {
     let table = b.upload("check rope", &rope_table(1e6, 32, 6))?;
     let normed = b.alloc("check normed", 120)?;
     b.rms_norm_rope(&heads, &w, &normed, (1e-6, 0.0), &table, shape)?;
+    // Queries and keys (one head of the same dims) in one pass.
+    let keys = b.upload("check keys", &rng.normal_vec(40, 2.0))?;
+    let (q_out, k_out) = (b.alloc("check q out", 120)?, b.alloc("check k out", 40)?);
+    let k_shape = RopeShape { heads: 1, ..shape };
+    let qk = [(&heads, &w, &q_out), (&keys, &w, &k_out)];
+    b.rms_norm_rope_pair(qk, (1e-6, 0.0), &table, [shape, k_shape])?;
     Ok(vec![
         ("residual-add GEMV", b.read(&acc, 0, ROWS).await?),
         ("SwiGLU GEMV", b.read(&glu, 0, ROWS).await?),
@@ -106,5 +112,13 @@ async fn outputs(b: &GpuContext) -> Result<Vec<(&'static str, Vec<f32>)>> {
         ("k GEMV of three after RMSNorm", b.read(&k, 0, 33).await?),
         ("v GEMV of three after RMSNorm", b.read(&v, 0, 17).await?),
         ("RMSNorm with RoPE", b.read(&normed, 0, 120).await?),
+        (
+            "RMSNorm with RoPE of queries and keys",
+            b.read(&q_out, 0, 120).await?,
+        ),
+        (
+            "RMSNorm with RoPE of the keys beside queries",
+            b.read(&k_out, 0, 40).await?,
+        ),
     ])
 }

@@ -497,8 +497,8 @@ impl<B: Backend> Architecture<B> for Llama<B> {
             };
             let (q, k) = match (&l.attn.q_norm, &l.attn.k_norm) {
                 (Some(qn), Some(kn)) => {
-                    b.rms_norm_rope(&s.q, qn, &s.qn, (eps, 0.0), &self.rope, rs(nh))?;
-                    b.rms_norm_rope(&s.k, kn, &s.kn, (eps, 0.0), &self.rope, rs(kv))?;
+                    let qk = [(&s.q, qn, &s.qn), (&s.k, kn, &s.kn)];
+                    b.rms_norm_rope_pair(qk, (eps, 0.0), &self.rope, [rs(nh), rs(kv)])?;
                     (&s.qn, &s.kn)
                 }
                 _ => {

@@ -129,8 +129,7 @@ impl<B: Backend> KvCache<B> {
     ) -> Result<()> {
         let [q, k, v] = qkv;
         let (kv, hd) = (self.kv_heads, self.head_dim);
-        b.write_kv(k, 0, &self.k, pos0 * kv * hd, t * kv * hd)?;
-        b.write_kv(v, 0, &self.v, pos0 * kv * hd, t * kv * hd)?;
+        b.write_kv_pair([k, v], 0, [&self.k, &self.v], pos0 * kv * hd, t * kv * hd)?;
         let shape = AttnShape {
             causal: true,
             tokens: t,

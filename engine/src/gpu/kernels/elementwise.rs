@@ -73,15 +73,28 @@ pub(crate) fn take_half(
     dispatch_items(ctx, &TAKE_HALF, p, &[src, out], rows * dim)
 }
 
-/// Records `out[dst + i] = x[src + i]` for `i < n` as a dispatch (no pass boundary).
+/// Records `out_j[dst + i] = x_j[src + i]` for `i < n` and each of the one or two `(x_j,
+/// out_j)` in `pairs`, as one dispatch (no pass boundary).
 pub(crate) fn copy_range(
     ctx: &GpuContext,
-    (x, src): (&wgpu::Buffer, usize),
-    (out, dst): (&wgpu::Buffer, usize),
+    pairs: &[(&wgpu::Buffer, &wgpu::Buffer)],
+    (src, dst): (usize, usize),
     n: usize,
 ) -> Result<()> {
-    let p = [n as u32, src as u32, dst as u32, 0];
-    dispatch_items(ctx, &COPY_RANGE, p, &[x, out], n)
+    let (&(x, out), second) = match pairs {
+        [one] => (one, None),
+        [one, two] => (one, Some(two)),
+        _ => {
+            return Err(crate::error::shape_err(
+                "copy_range",
+                format!("one or two ranges per dispatch, not {}", pairs.len()),
+            ))
+        }
+    };
+    let (x2, out2) = second.map_or((ctx.dummy(), out), |&(a, b)| (a, b));
+    let count = if second.is_some() { 2 } else { 1 };
+    let p = [n as u32, src as u32, dst as u32, count - 1];
+    dispatch_items(ctx, &COPY_RANGE, p, &[x, out, x2, out2], count as usize * n)
 }
 
 /// Records a copy of `n` f32 (`n % 4 == 0`) from `x` to `out`.

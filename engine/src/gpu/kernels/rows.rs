@@ -50,17 +50,25 @@ pub(crate) fn rms_norm(
     dispatch_rows(ctx, &RMS_NORM, s.words(), &[x, weight, out], s.rows)
 }
 
+/// A second tensor for [`rms_norm_rope`]'s dispatch (Qwen3's keys beside its queries): its
+/// input, norm weight and output, and `(rows, heads)` = (tokens x its heads, its heads).
+pub(crate) type Second<'a> = ([&'a wgpu::Buffer; 3], (usize, usize));
+
 /// Records RMSNorm of each head of `x` (`s.rows` = tokens x heads, `s.dim` = head_dim)
-/// followed by RoPE at `(heads, rot_dim, pos0)`, into `out`.
+/// followed by RoPE at `(heads, rot_dim, pos0)`, into `out`; with `second`, the same of a
+/// second tensor of the same head_dim in the same dispatch.
 pub(crate) fn rms_norm_rope(
     ctx: &GpuContext,
     (x, weight, table): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
     out: &wgpu::Buffer,
     s: Rows,
     (heads, rot_dim, pos0): (usize, usize, usize),
+    second: Option<Second<'_>>,
 ) -> Result<()> {
     let w = s.words();
-    let params: [u32; 8] = [
+    let ([x2, w2, out2], (rows2, heads2)) =
+        second.unwrap_or(([ctx.dummy(), ctx.dummy(), out], (0, 1)));
+    let params: [u32; 12] = [
         w[0],
         w[1],
         w[2],
@@ -68,16 +76,20 @@ pub(crate) fn rms_norm_rope(
         heads as u32,
         rot_dim as u32,
         pos0 as u32,
+        rows2 as u32,
+        heads2 as u32,
+        0,
+        0,
         0,
     ];
     let wg = ctx.tuning.reduce_wg;
     let p = bytemuck::bytes_of(&params);
-    let groups = super::groups_for(s.rows, 1);
+    let groups = super::groups_for(s.rows + rows2, 1);
     ctx.dispatch(
         &RMS_NORM_ROPE,
         &[("WG", wg)],
         p,
-        &[x, weight, table, out],
+        &[x, weight, table, out, x2, w2, out2],
         groups,
     )
 }
