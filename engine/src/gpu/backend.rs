@@ -413,6 +413,7 @@ impl Backend for GpuContext {
             check::copy(src, src_offset, dst, dst_offset, len)?;
             no_alias("write_kv_pair", dst, &[k, v])?;
         }
+        no_alias("write_kv_pair", k_cache, &[v_cache])?;
         let pairs = [(&k.buf, &k_cache.buf), (&v.buf, &v_cache.buf)];
         kernels::elementwise::copy_range(self, &pairs, (src_offset, dst_offset), len)
     }

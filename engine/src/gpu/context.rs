@@ -132,6 +132,8 @@ pub struct GpuContext {
     scratch: Mutex<Vec<wgpu::Buffer>>,
     /// A 16-byte buffer bound where a kernel's optional input is unused.
     dummy: wgpu::Buffer,
+    /// Two 16-byte buffers bound where a kernel's optional outputs are unused.
+    dummy_out: [wgpu::Buffer; 2],
     errors: Arc<Mutex<Vec<String>>>,
     lost: Arc<Mutex<Option<String>>>,
 }
@@ -223,12 +225,16 @@ impl GpuContext {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let dummy = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("unused binding"),
-            size: 16,
-            usage: wgpu::BufferUsages::STORAGE,
-            mapped_at_creation: false,
-        });
+        let unused = |label| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: 16,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
+        };
+        let dummy = unused("unused binding");
+        let dummy_out = [unused("unused output 1"), unused("unused output 2")];
         Ok(GpuContext {
             tuning: Tuning::for_adapter(&info).overridden(TUNING_ENV)?,
             device,
@@ -250,6 +256,7 @@ impl GpuContext {
             staging: Mutex::default(),
             scratch: Mutex::default(),
             dummy,
+            dummy_out,
             errors,
             lost,
         })
@@ -601,6 +608,12 @@ impl GpuContext {
     /// The 16-byte placeholder for unused optional bindings.
     pub(crate) fn dummy(&self) -> &wgpu::Buffer {
         &self.dummy
+    }
+
+    /// Buffers for unused writable bindings, one per binding of a dispatch: browsers refuse
+    /// one buffer bound writable twice in a dispatch, and read-only beside writable anywhere.
+    pub(crate) fn dummy_out(&self, i: usize) -> &wgpu::Buffer {
+        &self.dummy_out[i % 2]
     }
 }
 

@@ -91,7 +91,7 @@ pub(crate) fn copy_range(
             ))
         }
     };
-    let (x2, out2) = second.map_or((ctx.dummy(), out), |&(a, b)| (a, b));
+    let (x2, out2) = second.map_or((ctx.dummy(), ctx.dummy_out(0)), |&(a, b)| (a, b));
     let count = if second.is_some() { 2 } else { 1 };
     let p = [n as u32, src as u32, dst as u32, count - 1];
     dispatch_items(ctx, &COPY_RANGE, p, &[x, out, x2, out2], count as usize * n)

@@ -223,7 +223,9 @@ pub(crate) fn gemv_word(
     }
     let dummy = ctx.dummy();
     let read = |i: usize| mats.get(i).map_or(dummy, |(wj, _)| &wj.buf);
-    let write = |i: usize| mats.get(i).map_or(out, |(_, o)| *o);
+    // Unused outputs get buffers of their own: a browser refuses one buffer bound writable
+    // twice in a dispatch.
+    let write = |i: usize| mats.get(i).map_or(ctx.dummy_out(i), |(_, o)| *o);
     let w2 = match epilogue {
         Epilogue::Glu(up) => &up.buf,
         _ => read(1),

@@ -67,7 +67,7 @@ pub(crate) fn rms_norm_rope(
 ) -> Result<()> {
     let w = s.words();
     let ([x2, w2, out2], (rows2, heads2)) =
-        second.unwrap_or(([ctx.dummy(), ctx.dummy(), out], (0, 1)));
+        second.unwrap_or(([ctx.dummy(), ctx.dummy(), ctx.dummy_out(0)], (0, 1)));
     let params: [u32; 12] = [
         w[0],
         w[1],
