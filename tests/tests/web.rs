@@ -83,6 +83,34 @@ on_both!(
     delta_rule
 );
 
+/// A hardware GPU's tuning in the page (the word GEMV with its fused forms, 16 threads a row,
+/// KV appends inside the pass), which SwiftShader's own tuning never takes: the browser's
+/// WebGPU validates bindings more strictly than wgpu natively (one buffer bound writable
+/// twice in a dispatch is refused), so the kernels a page on a real GPU runs are run here.
+#[wasm_bindgen_test]
+async fn gpu_tuning_kernels() {
+    let mut g = match GpuContext::new(Requirements::default()).await {
+        Ok(c) => c,
+        Err(e) => panic!("no WebGPU adapter: {e}"),
+    };
+    (
+        g.tuning.gemv_groups,
+        g.tuning.gemv_tpr,
+        g.tuning.kv_dispatch,
+    ) = (false, 16, true);
+    let who = format!("{} with a GPU's tuning", g.describe());
+    for seed in SEEDS {
+        report(&who, seed, suite::q4_fused(&g, seed).await);
+        report(&who, seed, suite::attention_kv(&g, seed).await);
+        report(&who, seed, suite::rms_norm_rope(&g, seed).await);
+    }
+    match g.verify_fused().await {
+        Ok(None) => console_log!("[{who}] fused check passed"),
+        Ok(Some(why)) => panic!("[{who}] {why}"),
+        Err(e) => panic!("[{who}] {e}"),
+    }
+}
+
 const QWEN35_CONFIG: &str = include_str!("../fixtures/qwen35-lora/base/config.json");
 const QWEN35_WEIGHTS: &[u8] = include_bytes!("../fixtures/qwen35-lora/merged.safetensors");
 const QWEN35_GOLDEN: &str = include_str!("../fixtures/qwen35-lora/golden.json");
