@@ -130,29 +130,24 @@ pub(crate) fn dispatch_with(
     (m, window): (usize, (usize, usize)),
     epilogue: Epilogue<'_>,
 ) -> Result<()> {
+    if kernel == MatmulKernel::Gemv && word_gemv(ctx, w) {
+        return gemv_word(ctx, x, &[(w, out)], (m, window), epilogue, None);
+    }
     let params = Params::for_matrix(w, m, window);
     let p = bytemuck::bytes_of(&params);
-    let acc = u32::from(matches!(epilogue, Epilogue::Add));
     let buffers = [&w.buf, x, out];
     let t = ctx.tuning;
     let gemv = if w.kind == GpuQ4::Q8 {
         &Q8_GEMV
-    } else if t.gemv_groups {
-        &GEMV_GROUPS
     } else {
-        &GEMV
+        &GEMV_GROUPS
     };
     let label = match kernel {
         MatmulKernel::Gemv => gemv.label,
         MatmulKernel::Gemm => GEMM.label,
     };
-    if !(kernel == MatmulKernel::Gemv && std::ptr::eq(gemv, &GEMV)) {
-        ctx.note_weight_bytes(label, w.buf.size());
-    }
+    ctx.note_weight_bytes(label, w.buf.size());
     match kernel {
-        MatmulKernel::Gemv if std::ptr::eq(gemv, &GEMV) => {
-            gemv_word(ctx, x, &[(w, out)], (m, window), epilogue, None)
-        }
         MatmulKernel::Gemv => {
             if matches!(epilogue, Epilogue::Glu(_)) {
                 return Err(crate::error::shape_err(
@@ -162,8 +157,9 @@ pub(crate) fn dispatch_with(
             }
             let mut g = groups_for(w.rows, t.gemv_wg / t.gemv_tpr);
             g[2] = m as u32;
+            let acc = u32::from(matches!(epilogue, Epilogue::Add));
             let consts = [("WG", t.gemv_wg), ("TPR", t.gemv_tpr), ("ACC", acc)];
-            ctx.dispatch(gemv, &consts, p, &buffers[..3], g)
+            ctx.dispatch(gemv, &consts, p, &buffers, g)
         }
         MatmulKernel::Gemm => {
             if !matches!(epilogue, Epilogue::Store) {
@@ -173,7 +169,7 @@ pub(crate) fn dispatch_with(
                 ));
             }
             let g = [w.rows.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32, 1];
-            ctx.dispatch(&GEMM, &[], p, &buffers[..3], g)
+            ctx.dispatch(&GEMM, &[], p, &buffers, g)
         }
     }
 }
