@@ -216,11 +216,11 @@ pub trait Backend {
     /// An LQ4 matrix on the device.
     fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<Self::Q4>;
     /// The layout [`Backend::upload_q4`] keeps a matrix of `layout` in: its own, or where the
-    /// backend has no kernel for it `q8_0` for `q6_k` and `lq4h` for `lq4k`
+    /// backend has no kernel for it `q8_0` for `q6_k` and `q5`, `lq4h` for `lq4k`
     /// ([`Q4Matrix::to_portable`]). Tests choose their oracle by it.
     fn runs_layout(&self, layout: BlockLayout) -> BlockLayout {
         match layout {
-            BlockLayout::Q6 => BlockLayout::Q8,
+            BlockLayout::Q6 | BlockLayout::Q5 => BlockLayout::Q8,
             BlockLayout::Lq4k => BlockLayout::Lq4h,
             other => other,
         }

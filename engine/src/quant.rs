@@ -33,6 +33,20 @@
 //! block is `(d, 0)` with its codes as they are; Q5_0 (`d·(q − 16)`) stores `q − 16` with
 //! `(d, 0)`, Q5_1 (`d·q + m`) stores `q` with `(d, −m)`. 9 bits per weight.
 //!
+//! # 5-bit variant (`q5`): GGUF's Q5_0 and Q5_1 blocks, exactly
+//! [`BlockLayout::Q5`]: per row `20·G` code bytes, then the same one word per group of f16
+//! `(s, m)` as `lq4h`, `w = s·q − m` with `q` in `0..=31`. A row's first `16·G` bytes are its low
+//! nibbles in the 4-bit layouts' order (byte `j` of group `g` holds weights `2j` and `2j + 1`);
+//! its last `4·G` hold the fifth bits, a bit per byte of the 4-bit kernels' registers: per pair
+//! of groups A = 2p, B = 2p + 1 (while `2p + 1 < G`) two words from byte `16·G + 8p`, the first
+//! with bit `j` = A's weight `2j` and bit `16 + j` = B's weight `2j` (the even weights, as the
+//! nibble register `[A even | B even]` holds them), the second the same for the odd weights;
+//! a last unpaired group `g` one word from `16·G + 4g`, bit `j` = weight `2j`, bit `16 + j` =
+//! weight `2j + 1` ([`q5_code`]). A Q5_0 block (`d·(q − 16)`) is `(d, 16·d)`, a Q5_1 block
+//! (`d·q + m`) `(d, −m)`. 6 bits per weight where the file spends 5.5 or 6 and `q8_0` 9. The
+//! CPU's AVX2 kernels run it; every other backend and instruction set, and the bundles, receive
+//! it as `q8_0` ([`Q4Matrix::to_portable`]).
+//!
 //! # Super-block variant (`lq4k`): GGUF's Q4_K blocks, exactly
 //! [`BlockLayout::Lq4k`] keeps the `qs` section and, per row, per super-block of 8 groups (the
 //! last may hold fewer), a 20-byte record: the f16 `d` and `dmin`, then each group's 6-bit
@@ -75,7 +89,7 @@ use crate::error::{EngineError, Result};
 
 mod kquant;
 mod q8;
-pub use kquant::{lq4k_scales, q6_code, q6_put};
+pub use kquant::{lq4k_scales, q5_code, q5_put, q6_code, q6_put};
 pub use q8::Q8Matrix;
 
 /// Weights per group.
@@ -97,13 +111,17 @@ pub enum BlockLayout {
     /// `lq4k`: 4-bit codes, 6-bit `(sc, mn)` per group in bytes against an f16 `(d, dmin)` per
     /// 8 groups (GGUF Q4_K blocks, exactly).
     Lq4k,
+    /// `q5`: 5-bit codes (4-bit nibbles and a plane of fifth bits), an f16 `(s, m)` pair per
+    /// group (GGUF Q5_0 / Q5_1 blocks, exactly).
+    Q5,
 }
 
 impl BlockLayout {
-    /// Bits per code: 4, 6 or 8.
+    /// Bits per code: 4, 5, 6 or 8.
     pub fn code_bits(self) -> usize {
         match self {
             BlockLayout::Lq4 | BlockLayout::Lq4h | BlockLayout::Lq4k => 4,
+            BlockLayout::Q5 => 5,
             BlockLayout::Q6 => 6,
             BlockLayout::Q8 => 8,
         }
@@ -143,11 +161,11 @@ impl BlockLayout {
         match self {
             BlockLayout::Lq4 => 2 * groups,
             BlockLayout::Lq4k => 2 * groups + 4 * groups.div_ceil(8),
-            BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 => 4 * groups,
+            BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 | BlockLayout::Q5 => 4 * groups,
         }
     }
 
-    /// The name in messages and manifests: `LQ4`, `lq4h`, `q8_0`, `q6_k`, `lq4k`.
+    /// The name in messages and manifests: `LQ4`, `lq4h`, `q8_0`, `q6_k`, `lq4k`, `q5`.
     pub fn name(self) -> &'static str {
         match self {
             BlockLayout::Lq4 => "LQ4",
@@ -155,6 +173,7 @@ impl BlockLayout {
             BlockLayout::Q8 => "q8_0",
             BlockLayout::Q6 => "q6_k",
             BlockLayout::Lq4k => "lq4k",
+            BlockLayout::Q5 => "q5",
         }
     }
 }
@@ -236,8 +255,8 @@ impl Q4Matrix {
         Ok(())
     }
 
-    /// Code `q` of weight `(n, k)`: 0..=15 for the 4-bit layouts, −128..=127 for `q8_0`,
-    /// −32..=31 (the stored code − 32) for `q6_k`.
+    /// Code `q` of weight `(n, k)`: 0..=15 for the 4-bit layouts, 0..=31 for `q5`,
+    /// −128..=127 for `q8_0`, −32..=31 (the stored code − 32) for `q6_k`.
     #[inline]
     pub fn code(&self, n: usize, k: usize) -> i32 {
         if self.layout == BlockLayout::Q8 {
@@ -249,6 +268,12 @@ impl Q4Matrix {
             let row: &[u8] = bytemuck::cast_slice(&self.data[..self.sm_offset()]);
             let row = &row[24 * groups * n..24 * groups * (n + 1)];
             return q6_code(row, groups, k / GROUP, k % GROUP) as i32 - 32;
+        }
+        if self.layout == BlockLayout::Q5 {
+            let groups = self.cols / GROUP;
+            let row: &[u8] = bytemuck::cast_slice(&self.data[..self.sm_offset()]);
+            let row = &row[20 * groups * n..20 * groups * (n + 1)];
+            return q5_code(row, groups, k / GROUP, k % GROUP) as i32;
         }
         let w = self.data[n * self.cols / 8 + k / 8];
         ((w >> (4 * (k % 8))) & 0xF) as i32
@@ -295,7 +320,7 @@ impl Q4Matrix {
                 let (sc, mn) = self.sub(n, g);
                 (d * sc as f32, dmin * mn as f32)
             }
-            BlockLayout::Lq4h | BlockLayout::Q8 => {
+            BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q5 => {
                 let w = self.data[self.sm_offset() + n * (self.cols / GROUP) + g];
                 (
                     half::f16::from_bits(w as u16).to_f32(),

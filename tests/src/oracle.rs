@@ -10,7 +10,7 @@ pub fn q4_weight(w: &Q4Matrix, n: usize, k: usize) -> f64 {
 }
 
 /// `(s, m)` of weight `k` of row `n` in f64 (`w = s·q − m`): LQ4's `d·sc`, `dmin·mn`, the
-/// f16 pair of an `lq4h` or `q8_0` group, `lq4k`'s `(d·sc, dmin·mn)`, or `q6_k`'s `d·sc` of
+/// f16 pair of an `lq4h`, `q5` or `q8_0` group, `lq4k`'s `(d·sc, dmin·mn)`, or `q6_k`'s `d·sc` of
 /// the weight's half.
 fn weight_scales(w: &Q4Matrix, n: usize, k: usize) -> (f64, f64) {
     match w.layout {
@@ -19,7 +19,11 @@ fn weight_scales(w: &Q4Matrix, n: usize, k: usize) -> (f64, f64) {
             let (sc, mn) = w.sub(n, k / 32);
             (d as f64 * sc as f64, dmin as f64 * mn as f64)
         }
-        BlockLayout::Lq4h | BlockLayout::Q8 | BlockLayout::Q6 | BlockLayout::Lq4k => {
+        BlockLayout::Lq4h
+        | BlockLayout::Q8
+        | BlockLayout::Q6
+        | BlockLayout::Lq4k
+        | BlockLayout::Q5 => {
             let (s, m) = w.weight_scales(n, k);
             (s as f64, m as f64)
         }

@@ -56,12 +56,13 @@ fn e<T: std::fmt::Display>(op: &str) -> impl Fn(T) -> String + '_ {
 }
 
 /// Every block layout the matmul and embedding kernels read.
-const LAYOUTS: [BlockLayout; 5] = [
+const LAYOUTS: [BlockLayout; 6] = [
     BlockLayout::Lq4,
     BlockLayout::Lq4h,
     BlockLayout::Q8,
     BlockLayout::Q6,
     BlockLayout::Lq4k,
+    BlockLayout::Q5,
 ];
 
 /// A random LQ4 matrix `[n, k]` and its source weights.
@@ -72,7 +73,8 @@ pub fn random_q4(rng: &mut Pcg32, n: usize, k: usize) -> Q4Matrix {
 /// A random block-quantized matrix `[n, k]` of any layout: LQ4 quantized from Gaussian
 /// weights, `lq4h` from random GGUF Q4_1 blocks (f16 scale `d > 0`, min `m < 0`, as llama.cpp
 /// writes them, and random codes), `q8_0` from random GGUF Q8_0 blocks (all 256 codes),
-/// `q6_k` from random codes and half scales (all 64 and 256 values) with an f16 `d > 0`.
+/// `q6_k` from random codes and half scales (all 64 and 256 values) with an f16 `d > 0`,
+/// `q5` from random GGUF Q5_1 blocks (f16 `d > 0`, min `m < 0`, random fifth bits and nibbles).
 pub fn random_q4_as(rng: &mut Pcg32, scales: BlockLayout, n: usize, k: usize) -> Q4Matrix {
     let m = match scales {
         BlockLayout::Lq4 => Q4Matrix::quantize("random", n, k, &rng.normal_vec(n * k, 0.05)),
@@ -112,6 +114,18 @@ pub fn random_q4_as(rng: &mut Pcg32, scales: BlockLayout, n: usize, k: usize) ->
                 .collect();
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
             Q4Matrix::from_bytes("random", layout, n, k, &bytes)
+        }
+        BlockLayout::Q5 => {
+            let mut raw = Vec::with_capacity(n * k / 32 * 24);
+            for _ in 0..n * k / 32 {
+                let v = rng.normal_vec(2, 1.0);
+                let d = half::f16::from_f32(0.001 + 0.005 * v[0].abs());
+                let m = half::f16::from_f32(-0.02 - 0.1 * v[1].abs());
+                raw.extend_from_slice(&d.to_bits().to_le_bytes());
+                raw.extend_from_slice(&m.to_bits().to_le_bytes());
+                raw.extend((0..20).map(|_| (rng.next_u32() & 0xFF) as u8));
+            }
+            Q4Matrix::from_ggml_q5("random", n, k, &raw, true)
         }
         BlockLayout::Lq4k => {
             // Random codes; per row and super-block of 8 groups (fewer at the row's end) an

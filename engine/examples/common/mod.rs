@@ -47,9 +47,8 @@ pub fn random_k_quants(
 }
 
 /// A `[rows, cols]` matrix of random Q5_0 blocks (scale 0.001), as the engine imports them:
-/// `q8_0` rows (llama.cpp's "Q4_K_M" of a model whose rows are not multiples of 256 is mostly
-/// Q5_0). Only `gemm_bench` uses it (each example compiles this module on its own).
-#[allow(dead_code)]
+/// `q5` rows (llama.cpp's "Q4_K_M" of a model whose rows are not multiples of 256 is mostly
+/// Q5_0).
 pub fn random_q5_0(
     bytes: &mut Bytes,
     rows: usize,

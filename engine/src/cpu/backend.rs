@@ -144,11 +144,13 @@ impl Backend for CpuBackend {
         Ok(Arc::new(m.clone()))
     }
 
-    /// `q6_k` and `lq4k` run as they are where the instruction set has their kernels, else
-    /// as `q8_0` and `lq4h`.
+    /// `q6_k`, `lq4k` and `q5` run as they are where the instruction set has their kernels,
+    /// else as `q8_0`, `lq4h` and `q8_0`.
     fn runs_layout(&self, layout: BlockLayout) -> BlockLayout {
         match layout {
-            BlockLayout::Q6 if !simd::Isa::best().runs_kquants() => BlockLayout::Q8,
+            BlockLayout::Q6 | BlockLayout::Q5 if !simd::Isa::best().runs_kquants() => {
+                BlockLayout::Q8
+            }
             BlockLayout::Lq4k if !simd::Isa::best().runs_kquants() => BlockLayout::Lq4h,
             other => other,
         }

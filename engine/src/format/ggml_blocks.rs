@@ -1,5 +1,5 @@
 //! GGUF's quantized blocks as the engine's block matrices with the same values (issue 21):
-//! Q4_0 / Q4_1 as `lq4h`, Q5_0 / Q5_1 / Q8_0 as `q8_0` ([`BlockLayout`]), exactly; the k-quants
+//! Q4_0 / Q4_1 as `lq4h`, Q5_0 / Q5_1 as `q5`, Q8_0 as `q8_0` ([`BlockLayout`]), exactly; the k-quants
 //! Q4_K as `lq4h`, Q5_K as `q8_0`, with their codes and with each group's scale `d·sc` (a
 //! product of an f16 and a 6-bit integer) rounded to f16 (see [`Q4Matrix::from_ggml_q4_k`] for
 //! the error bound), and Q6_K as `q6_k`, exactly (as `q8_0` where a backend needs it,
@@ -9,7 +9,15 @@
 
 use super::gguf::{kquant_scale_min, q5k_codes, q6k_codes};
 use crate::error::{EngineError, Result};
-use crate::quant::{q6_put, BlockLayout, Q4Matrix, GROUP};
+use crate::quant::{q5_code, q5_put, q6_put, BlockLayout, Q4Matrix, GROUP};
+
+/// `16·d` as an f16, where it is exactly that (a Q5_0 block's min `m` in `w = d·q − m`): `None`
+/// where it overflows or `d` is not finite.
+fn sixteen_times(d: u16) -> Option<u16> {
+    let d = half::f16::from_bits(d).to_f32();
+    let m = half::f16::from_f32(16.0 * d);
+    (d.is_finite() && m.to_f32() == 16.0 * d).then_some(m.to_bits())
+}
 
 impl Q4Matrix {
     /// A GGUF `Q8_0` tensor `[rows, cols]` (blocks of 34 bytes: f16 `d`, 32 signed codes;
@@ -64,10 +72,59 @@ impl Q4Matrix {
 
     /// A GGUF `Q5_0` (blocks of 22 bytes: f16 `d`, 4 bytes of fifth bits, 16 of nibbles;
     /// `w = d·(q − 16)`) or `Q5_1` tensor (24 bytes: f16 `d`, f16 `m`, then the same;
-    /// `w = d·q + m`) as a `q8_0` matrix with the same values: codes `q − 16` (Q5_0) or `q`
-    /// (Q5_1) in 8 bits, `(s, m) = (d, 0)` or `(d, −m)`. 9 bits per weight where the file
-    /// spends 5.5 or 6, but no second rounding and the same kernels.
+    /// `w = d·q + m`) as a `q5` matrix with the same values: the five-bit codes `q` as they are,
+    /// `(s, m) = (d, 16·d)` (Q5_0) or `(d, −m)` (Q5_1). 6 bits per weight where the file spends
+    /// 5.5 or 6. A Q5_0 tensor with a scale whose `16·d` overflows f16 (from 4094 on) is read
+    /// as `q8_0` ([`Q4Matrix::from_ggml_q5_as_q8_0`]), with the same values.
     pub fn from_ggml_q5(
+        name: &str,
+        rows: usize,
+        cols: usize,
+        data: &[u8],
+        with_min: bool,
+    ) -> Result<Q4Matrix> {
+        let bb = if with_min { 24 } else { 22 };
+        Self::ggml_block_count(name, rows, cols, data.len(), (GROUP, bb))?;
+        let layout = BlockLayout::Q5;
+        let groups = cols / GROUP;
+        let sm = layout.sm_offset(rows, cols);
+        let mut out = vec![0u32; layout.words(rows, cols)];
+        let mut row = vec![0u8; 20 * groups];
+        let mut q = [0u8; 32];
+        for (n, blocks) in data.chunks_exact(bb * groups).enumerate() {
+            row.fill(0);
+            for (g, b) in blocks.chunks_exact(bb).enumerate() {
+                let d = u16::from_le_bytes([b[0], b[1]]);
+                let m = if with_min {
+                    u16::from_le_bytes([b[2], b[3]]) ^ 0x8000
+                } else {
+                    match sixteen_times(d) {
+                        Some(m) => m,
+                        None => return Self::from_ggml_q5_as_q8_0(name, rows, cols, data, false),
+                    }
+                };
+                out[sm + n * groups + g] = d as u32 | (m as u32) << 16;
+                super::gguf::q5_codes(&b[bb - 20..], &mut q);
+                for (i, &c) in q.iter().enumerate() {
+                    q5_put(&mut row, groups, g, i, c);
+                }
+            }
+            for (w, c) in row.chunks_exact(4).enumerate() {
+                out[5 * groups * n + w] = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            }
+        }
+        Ok(Q4Matrix {
+            rows,
+            cols,
+            data: out,
+            layout,
+        })
+    }
+
+    /// A GGUF `Q5_0` or `Q5_1` tensor (see [`Q4Matrix::from_ggml_q5`]) as a `q8_0` matrix with
+    /// the same values: codes `q − 16` (Q5_0) or `q` (Q5_1) in 8 bits, `(s, m) = (d, 0)` or
+    /// `(d, −m)`. 9 bits per weight; what a Q5_0 scale that `q5` cannot carry falls back to.
+    pub fn from_ggml_q5_as_q8_0(
         name: &str,
         rows: usize,
         cols: usize,
@@ -200,14 +257,54 @@ impl Q4Matrix {
         })
     }
 
-    /// The matrix in a layout every backend, instruction set and bundle runs: a `q6_k` matrix
-    /// as `q8_0` ([`Q4Matrix::q6_to_q8_0`]), every other one as it is.
+    /// The matrix in a layout every backend, instruction set and bundle runs: a `q6_k` or `q5`
+    /// matrix as `q8_0` ([`Q4Matrix::q6_to_q8_0`], [`Q4Matrix::q5_to_q8_0`]), an `lq4k` one as
+    /// `lq4h`, every other one as it is.
     pub fn to_portable(&self, name: &str) -> Result<std::borrow::Cow<'_, Q4Matrix>> {
         Ok(match self.layout {
+            BlockLayout::Q5 => std::borrow::Cow::Owned(self.q5_to_q8_0()),
             BlockLayout::Q6 => std::borrow::Cow::Owned(self.q6_to_q8_0(name)?),
             BlockLayout::Lq4k => std::borrow::Cow::Owned(self.lq4k_to_lq4h(name)?),
             _ => std::borrow::Cow::Borrowed(self),
         })
+    }
+
+    /// A `q5` matrix as `q8_0` with the same values, exactly: each group's codes `q` in 8 bits
+    /// and its `(s, m)` as they are, or where `m = 16·s` (a GGUF Q5_0 block) the codes `q − 16`
+    /// with `(s, 0)`, as [`Q4Matrix::from_ggml_q5_as_q8_0`] reads the file. 9 bits per weight;
+    /// what the GPU, the instruction sets without a `q5` kernel and the bundles receive.
+    pub fn q5_to_q8_0(&self) -> Q4Matrix {
+        let layout = BlockLayout::Q8;
+        let groups = self.cols / GROUP;
+        let (sm, out_sm) = (self.sm_offset(), layout.sm_offset(self.rows, self.cols));
+        let mut out = vec![0u32; layout.words(self.rows, self.cols)];
+        let codes: &[u8] = bytemuck::cast_slice(&self.data[..sm]);
+        for (n, row) in codes.chunks_exact(20 * groups).enumerate() {
+            for g in 0..groups {
+                let w = self.data[sm + n * groups + g];
+                let zero = sixteen_times(w as u16) == Some((w >> 16) as u16);
+                out[out_sm + n * groups + g] = if zero { w & 0xFFFF } else { w };
+                let code = |i: usize| {
+                    let q = q5_code(row, groups, g, i) as i8;
+                    (if zero { q - 16 } else { q }) as u8
+                };
+                let at = (n * self.cols + GROUP * g) / 4;
+                for k in 0..8 {
+                    out[at + k] = u32::from_le_bytes([
+                        code(4 * k),
+                        code(4 * k + 1),
+                        code(4 * k + 2),
+                        code(4 * k + 3),
+                    ]);
+                }
+            }
+        }
+        Q4Matrix {
+            rows: self.rows,
+            cols: self.cols,
+            data: out,
+            layout,
+        }
     }
 
     /// An `lq4k` matrix as `lq4h`: the codes as they are, each group's `(s, m) = (d·sc,
@@ -566,17 +663,37 @@ mod tests {
                     v
                 })
                 .collect();
-            let m = Q4Matrix::from_ggml_q5("blk.4.w", n, k, &raw, ty == GgmlType::Q5_1)
-                .expect("convert");
+            let with_min = ty == GgmlType::Q5_1;
+            let m = Q4Matrix::from_ggml_q5("blk.4.w", n, k, &raw, with_min).expect("convert");
             m.validate("blk.4.w").expect("valid");
+            assert_eq!((m.layout, m.bits_per_weight()), (BlockLayout::Q5, 6.0));
             let mut want = vec![0f32; n * k];
             dequantize_into(ty, &raw, &mut want);
             assert!(
                 m.dequantize() == want,
                 "{ty:?} values differ from the GGUF's"
             );
+            // As `q8_0` (what the other backends get): the same words as reading the file
+            // into `q8_0` directly, so the same values.
+            let q8 = Q4Matrix::from_ggml_q5_as_q8_0("blk.4.w", n, k, &raw, with_min).expect("q8");
+            assert_eq!(m.to_portable("blk.4.w").expect("portable").into_owned(), q8);
+            assert!(q8.dequantize() == want);
+            let back = Q4Matrix::from_bytes("t", BlockLayout::Q5, n, k, &m.to_bytes()).expect("b");
+            assert_eq!(back, m);
+            let blocks = [m.row_block(0, 2), m.row_block(2, 5)];
+            assert_eq!(&blocks[1].dequantize()[..], &want[2 * k..]);
+            assert_eq!(Q4Matrix::concat_rows("t", &blocks).expect("concat"), m);
             assert!(Q4Matrix::from_ggml_q5("blk.4.w", n, k, &raw[1..], true).is_err());
         }
+        // A Q5_0 scale whose 16·d overflows f16 reads the tensor as `q8_0`, the values kept.
+        let mut raw: Vec<u8> = (0..2 * 22).map(|_| (rng.next_u32() & 0xFF) as u8).collect();
+        raw[..2].copy_from_slice(&half::f16::from_f32(0.01).to_bits().to_le_bytes());
+        raw[22..24].copy_from_slice(&half::f16::from_f32(5000.0).to_bits().to_le_bytes());
+        let m = Q4Matrix::from_ggml_q5("blk.5.w", 1, 64, &raw, false).expect("convert");
+        assert_eq!(m.layout, BlockLayout::Q8);
+        let mut want = vec![0f32; 64];
+        dequantize_into(GgmlType::Q5_0, &raw, &mut want);
+        assert!(m.dequantize() == want);
         // A length that is not the shape's, and an 8·d that overflows f16, are named.
         let raw = ggml_blocks(&mut rng, 3, 4, 0.02);
         let e = Q4Matrix::from_ggml_q4_1("blk.1.w", 2, 64, &raw)

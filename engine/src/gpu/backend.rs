@@ -93,7 +93,7 @@ impl Backend for GpuContext {
 
     fn upload_q4(&self, label: &str, m: &Q4Matrix) -> Result<GpuQ4> {
         m.validate(label)?;
-        // The shaders read `q6_k` as `q8_0` and `lq4k` as `lq4h`.
+        // The shaders read `q6_k` and `q5` as `q8_0` and `lq4k` as `lq4h`.
         let m = &*m.to_portable(label)?;
         let buf = self.create_storage(
             label,
@@ -109,9 +109,11 @@ impl Backend for GpuContext {
             rows_off: m.rows_offset(),
             kind: match m.layout {
                 crate::quant::BlockLayout::Lq4 => 0,
-                // (`lq4k` arrives here as `lq4h`, `q6_k` as `q8_0`.)
+                // (`lq4k` arrives here as `lq4h`, `q6_k` and `q5` as `q8_0`.)
                 crate::quant::BlockLayout::Lq4h | crate::quant::BlockLayout::Lq4k => 1,
-                crate::quant::BlockLayout::Q8 | crate::quant::BlockLayout::Q6 => GpuQ4::Q8,
+                crate::quant::BlockLayout::Q8
+                | crate::quant::BlockLayout::Q6
+                | crate::quant::BlockLayout::Q5 => GpuQ4::Q8,
             },
         })
     }

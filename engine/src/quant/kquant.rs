@@ -1,4 +1,5 @@
-//! Byte-level readers and writers of the k-quant layouts (`lq4k`, `q6_k`; see [`super`]).
+//! Byte-level readers and writers of the k-quant and 5-bit layouts (`lq4k`, `q6_k`, `q5`; see
+//! [`super`]).
 
 /// Group `g`'s `(d, dmin, sc, mn)` in an `lq4k` row's scale bytes: its super-block's record
 /// (from byte `20·(g / 8)`: f16 `d`, f16 `dmin`, then `(sc, mn)` byte pairs of its groups).
@@ -40,4 +41,33 @@ pub fn q6_put(codes: &mut [u8], groups: usize, g: usize, i: usize, q: u8) {
         codes[base + i % 16] |= lo << (4 * (i / 16));
         codes[base + 16 + i % 8] |= hi << (2 * (i / 8));
     }
+}
+
+/// Where the fifth bit of weight `i` of group `g` lies in a `q5` row's fifth-bit bytes (the
+/// `4·groups` bytes after its nibbles): the byte offset of its little-endian word and the bit.
+#[inline]
+fn q5_bit_at(groups: usize, g: usize, i: usize) -> (usize, usize) {
+    if g / 2 * 2 + 1 < groups {
+        (8 * (g / 2) + 4 * (i % 2), 16 * (g % 2) + i / 2)
+    } else {
+        (4 * g, 16 * (i % 2) + i / 2)
+    }
+}
+
+/// The 5-bit code (0..=31) of weight `i` of group `g` in a `q5` row's code bytes (`codes`:
+/// 20·`groups` bytes; the layout is documented at module level).
+#[inline]
+pub fn q5_code(codes: &[u8], groups: usize, g: usize, i: usize) -> u8 {
+    let lo = (codes[16 * g + i / 2] >> (4 * (i % 2))) & 0xF;
+    let (at, bit) = q5_bit_at(groups, g, i);
+    let hb = codes[16 * groups + at + bit / 8] >> (bit % 8) & 1;
+    lo | hb << 4
+}
+
+/// Writes the 5-bit code `q` of weight `i` of group `g` into `q5` row code bytes (zeroed
+/// before the first call), the inverse of [`q5_code`].
+pub fn q5_put(codes: &mut [u8], groups: usize, g: usize, i: usize, q: u8) {
+    codes[16 * g + i / 2] |= (q & 0xF) << (4 * (i % 2));
+    let (at, bit) = q5_bit_at(groups, g, i);
+    codes[16 * groups + at + bit / 8] |= (q >> 4 & 1) << (bit % 8);
 }

@@ -44,14 +44,20 @@ pub unsafe fn rows(
         let vnni = vnni_present();
         // From twelve activation rows the 4-bit and `q6_k` rows with VNNI: eight weight rows
         // interleaved, no horizontal adds (`avx2_il`).
-        if vnni && xs.len() >= avx2_il::IL_MIN_ROWS && w.layout != BlockLayout::Q8 {
+        let il_from = match w.layout {
+            BlockLayout::Q5 => avx2_il::IL_MIN_ROWS_Q5,
+            _ => avx2_il::IL_MIN_ROWS,
+        };
+        if vnni && xs.len() >= il_from && w.layout != BlockLayout::Q8 {
             // SAFETY: AVX2, FMA, F16C (this function's contract) and VNNI detected.
             return unsafe { avx2_il::gemm(w, rows, xs, out) };
         }
-        // Without VNNI the 4-bit and `q6_k` rows the same way, eight to a 256-bit register
-        // (4-bit rows from more activation rows: their tiles repack nothing).
+        // Without VNNI the 4-bit, `q5` and `q6_k` rows the same way, eight to a 256-bit
+        // register (4-bit rows from more activation rows: their tiles repack nothing; `q5`
+        // rows from the narrow `q8_0` rows' count, which they were before).
         let from = match w.layout {
             BlockLayout::Q6 => avx2_il::IL_MIN_ROWS,
+            BlockLayout::Q5 => avx2_il::IL_MIN_ROWS_Q8,
             _ => avx2_il::IL_MIN_ROWS_AVX2,
         };
         if !vnni && xs.len() >= from && w.layout != BlockLayout::Q8 {
@@ -68,6 +74,14 @@ pub unsafe fn rows(
                 // SAFETY: AVX2, FMA and F16C; the codes of `rows` in `offset`'s range.
                 return unsafe { avx2_il::gemm_avx2(w, rows, xs, offset, out) };
             }
+        }
+        // `q5` rows have no tiles: below the GEMM's row counts each weight row meets every
+        // activation row while its bytes are in L1.
+        if w.layout == BlockLayout::Q5 {
+            // SAFETY: as the decode arm below.
+            return each_row(w, rows, xs, out, |c, s, x| unsafe {
+                super::avx2_q5::q5_row(c, s, x)
+            });
         }
         // SAFETY: AVX2 and FMA present (this function's contract), VNNI where `vnni`; `tiles`
         // passes the lengths the kernels need.
@@ -110,6 +124,9 @@ pub unsafe fn rows(
             )
         }),
         BlockLayout::Lq4h => each_row(w, rows, xs, out, |c, s, x| unsafe { lq4h_q8(c, s, x) }),
+        BlockLayout::Q5 => each_row(w, rows, xs, out, |c, s, x| unsafe {
+            super::avx2_q5::q5_row(c, s, x)
+        }),
         // SAFETY: this function's contract is `avx2_q4k::rows`'.
         BlockLayout::Lq4k => unsafe { super::avx2_q4k::rows(w, rows, xs, scratch, out) },
         BlockLayout::Q6 => each_row(w, rows, xs, out, |c, s, x| unsafe {
@@ -272,7 +289,7 @@ pub(super) fn hsum(v: __m256) -> f32 {
 /// F16C present; `subs` readable for 8 bytes, `d` and `sum` for 2 floats.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn pair_scales(subs: *const u8, d: *const f32, sum: *const f32) -> __m128 {
+pub(super) unsafe fn pair_scales(subs: *const u8, d: *const f32, sum: *const f32) -> __m128 {
     // SAFETY: the caller's lengths.
     unsafe {
         let sm = _mm_cvtph_ps(_mm_loadl_epi64(subs as *const __m128i));
@@ -288,7 +305,7 @@ unsafe fn pair_scales(subs: *const u8, d: *const f32, sum: *const f32) -> __m128
 /// F16C present; `subs` readable for 4 bytes, `d` and `sum` for 1 float.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn group_scales(subs: *const u8, d: *const f32, sum: *const f32) -> __m128 {
+pub(super) unsafe fn group_scales(subs: *const u8, d: *const f32, sum: *const f32) -> __m128 {
     // SAFETY: the caller's lengths.
     unsafe {
         let h = _mm_cvtsi32_si128(std::ptr::read_unaligned(subs as *const i32));
@@ -303,7 +320,7 @@ unsafe fn group_scales(subs: *const u8, d: *const f32, sum: *const f32) -> __m12
 /// `Σ_g m_g·Σx_g` (lanes 0 and 2 hold scales already applied and are ignored).
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn min_term(acc: __m128) -> f32 {
+pub(super) fn min_term(acc: __m128) -> f32 {
     let odd = _mm_movehdup_ps(acc);
     _mm_cvtss_f32(_mm_add_ss(odd, _mm_movehl_ps(odd, odd)))
 }

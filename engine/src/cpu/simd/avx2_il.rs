@@ -21,6 +21,11 @@
 //! block's tiles. The repack costs about as much as one tile's arithmetic, so it takes from
 //! [`IL_MIN_ROWS`] activation rows on; fewer take [`super::tiles`].
 //!
+//! `q5` rows (GGUF's Q5_0 and Q5_1 blocks as they are) take the 4-bit rows' path: the repack
+//! ors each code's fifth bit into its nibble ([`q5_group_bits`]), so the codes are 0–31 with no
+//! offset and the min term is the 4-bit rows'; VNNI's tile is the 4-bit one (`vpdpbusd` sums in
+//! i32), AVX2's sums each half group in i16 apart ([`tile_avx2_q5`]: 4·2·31·128 = 31744).
+//!
 //! `q6_k` rows take the same path: each group unpacked once per block ([`super::avx2_q6`]) and
 //! stored as `q + 32` (0–63, the unsigned operand `vpdpbusd` needs), each half of 16 its own
 //! chain and scale `d·sc`, and the offset `32·Σqx` of each half (the activations' half sums,
@@ -42,13 +47,15 @@ use super::{f16_to_f32, RowBlock};
 use crate::cpu::q8::Q8Row;
 use crate::quant::BlockLayout;
 
-/// [`run`]'s kinds of rows: 4-bit (LQ4, `lq4h`, `lq4k`), `q6_k`, and `q8_0` whose codes span at
-/// most 32 values ([`q8_offset`]).
+/// [`run`]'s kinds of rows: 4-bit (LQ4, `lq4h`, `lq4k`), `q6_k`, `q8_0` whose codes span at
+/// most 32 values ([`q8_offset`]), and `q5`.
 const K4: u8 = 0;
 /// See [`K4`].
 const K6: u8 = 1;
 /// See [`K4`].
 const K8: u8 = 2;
+/// `q5` rows: the 4-bit rows' nibbles with each code's fifth bit (0–31, no offset).
+const K5: u8 = 3;
 
 /// Weight rows interleaved: the lanes of a 512-bit `vpdpbusd`.
 pub(super) const IL_ROWS: usize = 16;
@@ -83,6 +90,13 @@ pub(super) const IL_MIN_ROWS_AVX2: usize = 24;
 /// 1.74 / 1.93.
 pub(super) const IL_MIN_ROWS_Q8: usize = 16;
 
+/// Activation rows from which [`super::avx2::rows`] takes [`gemm`] (AVX-512 VNNI) for `q5`
+/// rows, which have no tiles: below it the row form runs per activation row. The time of
+/// `q8_0` rows of the same Q5_0 values (their tiles, VNNI) over `q5`'s, `[5632, 2048]`, two
+/// threads, best of 15 (`examples/gemm_bench`): the row form 1.0 at 4 rows, 0.72 at 8; this
+/// GEMM 0.78 at 2, 0.73 at 4, 1.02 at 8, 1.19 at 11, 1.1 at 16, 3.0 at 256.
+pub(super) const IL_MIN_ROWS_Q5: usize = 8;
+
 /// Bytes of activation codes one repacked block passes over (kept in L2: 256 rows of
 /// K = 2048, 93 of K = 5632), so each block is repacked once per prefill chunk of 256 rows
 /// where the rows are short.
@@ -113,10 +127,11 @@ pub(super) unsafe fn gemm(
 ) {
     // SAFETY: this function's contract.
     unsafe {
-        if w.layout == BlockLayout::Q6 {
-            run::<true, K6, IT_Q6>(w, rows, xs, 32, out)
-        } else {
-            run::<true, K4, IT_4BIT>(w, rows, xs, 0, out)
+        match w.layout {
+            BlockLayout::Q6 => run::<true, K6, IT_Q6>(w, rows, xs, 32, out),
+            // Codes 0–31 take the 4-bit rows' tile as they are (`vpdpbusd` sums in i32).
+            BlockLayout::Q5 => run::<true, K5, IT_4BIT>(w, rows, xs, 0, out),
+            _ => run::<true, K4, IT_4BIT>(w, rows, xs, 0, out),
         }
     }
 }
@@ -143,6 +158,7 @@ pub(super) unsafe fn gemm_avx2(
         match w.layout {
             BlockLayout::Q6 => run::<false, K6, IT_AVX2>(w, rows, xs, 32, out),
             BlockLayout::Q8 => run::<false, K8, IT_AVX2>(w, rows, xs, q8_offset, out),
+            BlockLayout::Q5 => run::<false, K5, IT_AVX2>(w, rows, xs, 0, out),
             _ => run::<false, K4, IT_AVX2>(w, rows, xs, 0, out),
         }
     }
@@ -212,8 +228,9 @@ unsafe fn run<const WIDE: bool, const KIND: u8, const IT: usize>(
         .collect();
     // `q6_k` and `q8_0`: per activation row and group `offset·Σqx` of each half (what the
     // codes' offset adds to the sums).
-    let mut bias = vec![0i32; if KIND != K4 { 2 * groups * xs.len() } else { 0 }];
-    if KIND != K4 {
+    let offsets = KIND == K6 || KIND == K8;
+    let mut bias = vec![0i32; if offsets { 2 * groups * xs.len() } else { 0 }];
+    if offsets {
         for (x, b) in xs.iter().zip(bias.chunks_exact_mut(2 * groups)) {
             for (h, b) in b.iter_mut().enumerate() {
                 *b = offset
@@ -262,7 +279,7 @@ unsafe fn run<const WIDE: bool, const KIND: u8, const IT: usize>(
             }
             for (i, x) in block.iter().enumerate() {
                 let mi0 = (b * act_tiles + i) * IT;
-                // The tile's rows' offsets (empty for 4-bit rows).
+                // The tile's rows' offsets (empty for 4-bit and `q5` rows).
                 let bias: [&[i32]; IT] = std::array::from_fn(|t| {
                     let mi = (mi0 + t).min(last);
                     bias.get(2 * groups * mi..2 * groups * (mi + 1))
@@ -281,6 +298,8 @@ unsafe fn run<const WIDE: bool, const KIND: u8, const IT: usize>(
                         tile_avx2_offset::<false, IT>(&codes, &sc, &mn, x, &bias, groups, r)
                     } else if KIND == K8 {
                         tile_avx2_offset::<true, IT>(&codes, &sc, &mn, x, &bias, groups, r)
+                    } else if KIND == K5 {
+                        tile_avx2_q5::<IT>(&codes, &sc, &mn, x, groups, r)
                     } else {
                         tile_avx2::<IT>(&codes, &sc, &mn, x, groups, r)
                     }
@@ -311,22 +330,46 @@ unsafe fn run<const WIDE: bool, const KIND: u8, const IT: usize>(
     }
 }
 
-/// Eight rows' codes (16·G bytes each, the LQ4 nibble order; `q6_k`: 24·G; `q8_0`: 32·G) into
-/// half `half` of `out`'s `[group][chunk][row 0..16][4 bytes]`, one code per byte: per group
-/// each row's 16 bytes become `[low nibbles | high nibbles]` (`q6_k`: its 32 codes `q + 32` in
-/// weight order; `q8_0`: its 32 codes `q + offset`),
+/// Group `g`'s fifth bits of a `q5` row (`hb`: the row's fifth-bit plane, 4·G bytes) as one
+/// word in the order of [`repack`]'s `[low nibbles | high nibbles]`: bits 0–15 the even weights,
+/// 16–31 the odd ones (a pair's two words hold A's and B's halves side by side).
+///
+/// # Safety
+/// `hb` readable for 4·`groups` bytes, `g < groups`.
+#[inline(always)]
+unsafe fn q5_group_bits(hb: *const u8, groups: usize, g: usize) -> u32 {
+    // SAFETY: the pair's words lie at 8·(g / 2) and 8·(g / 2) + 4, an unpaired group's at 4g,
+    // inside 4·groups bytes.
+    unsafe {
+        if g / 2 * 2 + 1 < groups {
+            let p = hb.add(8 * (g / 2));
+            let sh = 16 * (g % 2) as u32;
+            let even = std::ptr::read_unaligned(p as *const u32) >> sh & 0xFFFF;
+            let odd = std::ptr::read_unaligned(p.add(4) as *const u32) >> sh & 0xFFFF;
+            even | odd << 16
+        } else {
+            std::ptr::read_unaligned(hb.add(4 * g) as *const u32)
+        }
+    }
+}
+
+/// Eight rows' codes (16·G bytes each, the LQ4 nibble order; `q5`: 20·G, the nibbles then the
+/// fifth bits; `q6_k`: 24·G; `q8_0`: 32·G) into half `half` of `out`'s
+/// `[group][chunk][row 0..16][4 bytes]`, one code per byte: per group each row's 16 bytes become
+/// `[low nibbles | high nibbles]` (`q5`: with each code's fifth bit; `q6_k`: its 32 codes
+/// `q + 32` in weight order; `q8_0`: its 32 codes `q + offset`),
 /// eight 32-bit words, chunks 0–7, and the 8×8 matrix of words is transposed, so chunk c's 32
 /// bytes of this half hold the eight rows' four codes (rows `8·half..8·half + 8` of the chunk's
 /// 64 bytes).
 ///
 /// # Safety
-/// AVX2 present; `src` eight rows of 16·G bytes (`q6_k`: 24·G, `q8_0`: 32·G), `out`
+/// AVX2 present; `src` eight rows of 16·G bytes (`q5`: 20·G, `q6_k`: 24·G, `q8_0`: 32·G), `out`
 /// [`GROUP_BYTES`]·G, `half` 0 or 1.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn repack(src: &[&[u8]], kind: u8, offset: i32, groups: usize, out: &mut [u8], half: usize) {
-    // SAFETY: group g reads src[k][16g..16g+16] (`q6_k`: its group's bytes of 24·G, `q8_0`:
-    // src[k][32g..32g+32]) and writes 32 bytes of each 64-byte chunk of out[512g..512g+512].
+    // SAFETY: group g reads src[k][16g..16g+16] (`q5`: and its fifth bits' words inside
+    // src[k][16G..20G]; `q6_k`: its group's bytes of 24·G, `q8_0`: src[k][32g..32g+32]) and writes 32 bytes of each 64-byte chunk of out[512g..512g+512].
     unsafe {
         let mask = _mm256_set1_epi8(0x0F);
         // The offset's byte (wrapping: the codes plus it lie in 0..=31).
@@ -343,6 +386,11 @@ unsafe fn repack(src: &[&[u8]], kind: u8, offset: i32, groups: usize, out: &mut 
                 } else if kind == K8 {
                     let v = _mm256_loadu_si256(src[k].as_ptr().add(32 * g) as *const __m256i);
                     _mm256_add_epi8(v, add)
+                } else if kind == K5 {
+                    let v = _mm_loadu_si128(src[k].as_ptr().add(16 * g) as *const __m128i);
+                    let v = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16::<4>(v), v), mask);
+                    let bits = q5_group_bits(src[k].as_ptr().add(16 * groups), groups, g);
+                    _mm256_or_si256(v, super::avx2_q5::fifth_bits(bits))
                 } else {
                     let v = _mm_loadu_si128(src[k].as_ptr().add(16 * g) as *const __m128i);
                     _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16::<4>(v), v), mask)
@@ -517,6 +565,62 @@ unsafe fn tile_avx2<const IT: usize>(
                 let s = _mm256_loadu_ps(sc.as_ptr().add(IL_ROWS * g + HALF * h));
                 for (t, (acc, p)) in acc.iter_mut().zip(&p).enumerate() {
                     let f = _mm256_cvtepi32_ps(_mm256_madd_epi16(*p, ones));
+                    let dx = _mm256_set1_ps(*x[t].d.get_unchecked(g));
+                    *acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), *acc);
+                }
+            }
+            store_avx2(&acc, Some(mn), x, groups, h, r);
+        }
+    }
+}
+
+/// [`tile_avx2`] for `q5` rows (codes 0–31 in the 4-bit rows' order, no offset): per group,
+/// half of eight rows and activation row, each half group's four chunks of `vpmaddubsw`
+/// products summed in i16 (at most 4·2·31·128 = 31744) and widened by one `vpmaddwd`, the
+/// group's two halves summed in integers, converted once and scaled by `s·dx`; the min terms
+/// in [`store_avx2`]'s pass.
+///
+/// # Safety
+/// AVX2 and FMA present; the lengths of [`tile`].
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile_avx2_q5<const IT: usize>(
+    codes: &[u8],
+    sc: &[f32],
+    mn: &[f32],
+    x: &[Q8Row<'_>; IT],
+    groups: usize,
+    r: &mut [f32],
+) {
+    // SAFETY: as `tile`: group g reads codes[512g..512g+512], sc/mn[16g..16g+16], each row's
+    // qs at the group's bases and d/sum[g]; `r` holds 32·IT floats.
+    unsafe {
+        let ones = _mm256_set1_epi16(1);
+        for h in 0..2 {
+            let cp = codes.as_ptr().add(HALF * 4 * h);
+            let mut acc = [_mm256_setzero_ps(); IT];
+            for g in 0..groups {
+                let (e, o) = bases(g, groups);
+                let mut p = [_mm256_setzero_si256(); IT];
+                for (half_base, c0) in [(e, 0), (o, 4)] {
+                    let mut s16 = [_mm256_setzero_si256(); IT];
+                    for c in c0..c0 + 4 {
+                        let wv =
+                            _mm256_loadu_si256(cp.add(GROUP_BYTES * g + 64 * c) as *const __m256i);
+                        let at = half_base + 4 * (c - c0);
+                        for (t, s16) in s16.iter_mut().enumerate() {
+                            let q = x[t].qs.as_ptr().add(at);
+                            let xb = _mm256_set1_epi32(std::ptr::read_unaligned(q as *const i32));
+                            *s16 = _mm256_add_epi16(*s16, _mm256_maddubs_epi16(wv, xb));
+                        }
+                    }
+                    for (p, s16) in p.iter_mut().zip(&s16) {
+                        *p = _mm256_add_epi32(*p, _mm256_madd_epi16(*s16, ones));
+                    }
+                }
+                let s = _mm256_loadu_ps(sc.as_ptr().add(IL_ROWS * g + HALF * h));
+                for (t, (acc, p)) in acc.iter_mut().zip(&p).enumerate() {
+                    let f = _mm256_cvtepi32_ps(*p);
                     let dx = _mm256_set1_ps(*x[t].d.get_unchecked(g));
                     *acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), *acc);
                 }

@@ -28,6 +28,8 @@ mod avx2_il;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2_q4k;
 #[cfg(target_arch = "x86_64")]
+pub mod avx2_q5;
+#[cfg(target_arch = "x86_64")]
 pub mod avx2_q6;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;
@@ -85,8 +87,8 @@ impl Isa {
         matches!(self, Isa::Avx2 | Isa::Simd128)
     }
 
-    /// True where this instruction set has `q6_k` and `lq4k` kernels of its own (AVX2, and
-    /// the scalar reference); the CPU backend gives the others such a matrix as `q8_0` /
+    /// True where this instruction set has `q6_k`, `lq4k` and `q5` kernels of its own (AVX2,
+    /// and the scalar reference); the CPU backend gives the others such a matrix as `q8_0` /
     /// `lq4h` ([`crate::quant::Q4Matrix::to_portable`]), whose kernels they have.
     pub fn runs_kquants(self) -> bool {
         matches!(self, Isa::Scalar | Isa::Avx2)
@@ -190,6 +192,7 @@ pub fn rows_dot(
     each_row(w, rows, &xs, &mut out, |c, s, xr| match w.layout {
         BlockLayout::Q8 => (q8_q8(isa, bytemuck::cast_slice(c), s, xr, scratch), 0.0),
         BlockLayout::Q6 => (q6_q8(isa, c, s, xr), 0.0),
+        BlockLayout::Q5 => q5_q8(isa, c, s, xr),
         layout => lq4_q8(
             isa,
             Lq4Row {
@@ -346,6 +349,30 @@ pub fn q6_q8(isa: Isa, codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> f32 {
     }
     let _ = isa;
     scalar::q6_dot(codes, subs, x)
+}
+
+/// `(Σ_g s_g·dx_g·Σ_i q_i·qx_i, Σ_g m_g·Σx_g)` for one `q5` weight row (20·G code bytes, 4·G
+/// scale bytes: an f16 `(s, m)` per group; see [`crate::quant`]) and an activation row in
+/// paired order; the row's result is their difference. The integer products are exact (at
+/// most 32·31·128 per group), so the instruction sets differ only in the order of f32
+/// additions. An `isa` without a `q5` kernel runs the scalar form.
+#[inline]
+pub fn q5_q8(isa: Isa, codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> (f32, f32) {
+    let groups = x.d.len();
+    assert!(
+        codes.len() == 20 * groups
+            && subs.len() == 4 * groups
+            && x.qs.len() == 32 * groups
+            && x.sum.len() == groups,
+        "q5_q8: row slices disagree on the group count {groups}"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 && avx2_present() {
+        // SAFETY: AVX2, FMA and F16C were detected at run time; the lengths are checked above.
+        return unsafe { avx2_q5::q5_row(codes, subs, x) };
+    }
+    let _ = isa;
+    scalar::q5_dot(codes, subs, x)
 }
 
 /// AVX2 with FMA and F16C, detected at run time (each macro call reads a cached flag).

@@ -87,3 +87,30 @@ pub fn q6_dot(codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> f32 {
     }
     acc
 }
+
+/// `(Σ_g s_g·dx_g·Σ_i q_i·qx_i, Σ_g m_g·Σx_g)` for a `q5` row (20·G code bytes, an f16 `(s, m)`
+/// per group; see [`crate::quant`]) and an activation row in paired order: the reference of
+/// [`super::q5_q8`].
+pub fn q5_dot(codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> (f32, f32) {
+    let groups = x.d.len();
+    let (mut acc_q, mut acc_m) = (0f32, 0f32);
+    for g in 0..groups {
+        let (even_x, odd_x) = q8_halves(x.qs, g, groups);
+        let mut isum = 0i32;
+        for j in 0..16 {
+            let (e, o) = (
+                crate::quant::q5_code(codes, groups, g, 2 * j),
+                crate::quant::q5_code(codes, groups, g, 2 * j + 1),
+            );
+            isum += e as i32 * even_x[j] as i32 + o as i32 * odd_x[j] as i32;
+        }
+        let s = &subs[4 * g..4 * g + 4];
+        let (sc, mn) = (
+            super::f16_to_f32(u16::from_le_bytes([s[0], s[1]])),
+            super::f16_to_f32(u16::from_le_bytes([s[2], s[3]])),
+        );
+        acc_q += sc * x.d[g] * isum as f32;
+        acc_m += mn * x.sum[g];
+    }
+    (acc_q, acc_m)
+}

@@ -24,7 +24,7 @@ pub fn rows(
     out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
 ) {
     // Several activation rows (prefill): 4-bit rows in tiles of four activation rows.
-    if xs.len() >= TILE_MIN_ROWS && !w.layout.natural_order() {
+    if xs.len() >= TILE_MIN_ROWS && !w.layout.natural_order() && w.layout != BlockLayout::Q5 {
         return tiles(w, rows, xs, out, |wr: &[WeightRow<'_>; 1], x, g| {
             [tile_row(wr[0], x, g)]
         });
@@ -65,6 +65,8 @@ pub fn rows(
         BlockLayout::Q6 => each_row(w, rows, xs, out, |c, s, x| {
             (super::scalar::q6_dot(c, s, x), 0.0)
         }),
+        // And `q5` as `q8_0`.
+        BlockLayout::Q5 => each_row(w, rows, xs, out, super::scalar::q5_dot),
     }
 }
 

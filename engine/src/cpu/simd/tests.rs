@@ -56,6 +56,32 @@ pub(crate) fn random_q8_narrow(rng: &mut Pcg32, rows: usize, k: usize, lo: i32) 
     Q4Matrix::from_ggml_q8_0("w", rows, k, &raw).expect("q8_0")
 }
 
+/// GGUF Q5_0 blocks (`with_min`: Q5_1) as a file holds them, imported as `q5` rows: a positive
+/// f16 scale (and for Q5_1 a signed min), random fifth bits and nibbles, with codes 0 and 31
+/// in every row (weights 0 and 16 of its first group).
+pub(crate) fn random_q5(rng: &mut Pcg32, rows: usize, k: usize, with_min: bool) -> Q4Matrix {
+    let mut raw = Vec::new();
+    for b in 0..rows * k / 32 {
+        let d = half::f16::from_f32(0.001 + 0.002 * rng.normal_vec(1, 1.0)[0].abs());
+        raw.extend(d.to_bits().to_le_bytes());
+        if with_min {
+            let m = half::f16::from_f32(rng.normal_vec(1, 0.02)[0]);
+            raw.extend(m.to_bits().to_le_bytes());
+        }
+        let mut qh_qs: Vec<u8> = (0..20).map(|_| rng.next_u32() as u8).collect();
+        if b % (k / 32) == 0 {
+            // Weight 0: code 0 (nibble 0, bit 0 clear); weight 16: code 31.
+            qh_qs[0] &= !1;
+            qh_qs[2] |= 1;
+            qh_qs[4] = 0xF0;
+        }
+        raw.extend(qh_qs);
+    }
+    let m = Q4Matrix::from_ggml_q5("w", rows, k, &raw, with_min).expect("q5");
+    assert_eq!(m.layout, BlockLayout::Q5);
+    m
+}
+
 /// `q6_k` rows as GGUF's Q6_K blocks become (see [`crate::quant`]): random 6-bit codes, per
 /// group two random signed 8-bit half scales over the whole range (−128 included) and a
 /// positive f16 `d`.
@@ -252,6 +278,39 @@ fn every_isa_matches_f64_on_q6_rows() {
     }
 }
 
+/// `q5` rows (GGUF's Q5_0 and Q5_1 blocks) on every ISA against an f64 evaluation of the same
+/// codes and scales ([`Q4Matrix::code`], [`Q4Matrix::group_scales`]), on odd and even group
+/// counts (pairs of groups and a last unpaired one).
+#[test]
+fn every_isa_matches_f64_on_q5_rows() {
+    let mut rng = Pcg32::new(33);
+    for groups in [1usize, 2, 3, 7, 8, 9, 17, 18, 48, 49] {
+        for with_min in [false, true] {
+            let (rows, k) = (3, 32 * groups);
+            let w = random_q5(&mut rng, rows, k, with_min);
+            let xf = rng.normal_vec(k, 1.0);
+            let mut xq = Q8Rows::default();
+            xq.quantize(&xf, 1, k);
+            let bytes: &[u8] = bytemuck::cast_slice(&w.data);
+            let sm = 4 * w.sm_offset();
+            for r in 0..rows {
+                let (want, abs) = f64_row(&w, r, &xq);
+                let codes = &bytes[20 * groups * r..20 * groups * (r + 1)];
+                let subs = &bytes[sm + 4 * groups * r..sm + 4 * groups * (r + 1)];
+                for isa in Isa::available() {
+                    let (q, m) = q5_q8(isa, codes, subs, xq.row(0));
+                    let got = q as f64 - m as f64;
+                    assert!(
+                        (got - want).abs() <= 1e-5 * abs,
+                        "{} groups {groups} min {with_min} row {r}: {got} vs f64 {want}",
+                        isa.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Every available ISA against the scalar form and against an f64 evaluation of the same
 /// integer codes, on group counts that are odd, even, below and above the two-group
 /// vector step.
@@ -406,6 +465,8 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
             // Their own generators, so the other matrices' and the activations' draws stay.
             random_q6(&mut Pcg32::new(100 + groups as u64), rows, k),
             random_lq4k(&mut Pcg32::new(200 + groups as u64), rows, k),
+            random_q5(&mut Pcg32::new(700 + groups as u64), rows, k, false),
+            random_q5(&mut Pcg32::new(800 + groups as u64), rows, k, true),
         ];
         let xf = rng.normal_vec(m * k, 1.0);
         for w in &mats {
@@ -440,6 +501,7 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                             0.0,
                         ),
                         BlockLayout::Q6 => (q6_q8(Isa::Scalar, c, s, xq.row(mi)), 0.0),
+                        BlockLayout::Q5 => q5_q8(Isa::Scalar, c, s, xq.row(mi)),
                         layout => lq4_q8(
                             Isa::Scalar,
                             Lq4Row {
@@ -463,15 +525,23 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                     wr.iter().zip(xr).map(|(a, b)| (a * b).abs() as f64).sum()
                 })
                 .collect();
-            // Every instruction set, and AVX2's tiles without VNNI where the CPU has it.
+            // Every instruction set; AVX2's tiles without VNNI where the CPU has it (`q5` has
+            // no tiles); and AVX2's interleaved GEMM without VNNI (what a CPU without AVX-512
+            // takes from 16 or 24 rows) on every layout it runs, whatever this CPU has.
             #[allow(unused_mut)]
-            let mut forms: Vec<(Isa, bool)> =
-                Isa::available().into_iter().map(|i| (i, false)).collect();
+            let mut forms: Vec<(Isa, Form)> = Isa::available()
+                .into_iter()
+                .map(|i| (i, Form::Dispatch))
+                .collect();
             #[cfg(target_arch = "x86_64")]
-            if avx2_present() && avx2::vnni_present() && m > 1 {
-                forms.push((Isa::Avx2, true));
+            if avx2_present() && m > 1 {
+                if avx2::vnni_present() && w.layout != BlockLayout::Q5 {
+                    forms.push((Isa::Avx2, Form::Tiles));
+                }
+                forms.push((Isa::Avx2, Form::GemmAvx2));
             }
-            for (isa, plain) in forms {
+            for (isa, form) in forms {
+                let plain = form == Form::Tiles;
                 let mut got = vec![None; rows * m];
                 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
                 let mut put = |r0: usize, mi: usize, a: &[f32], b: &[f32]| {
@@ -524,6 +594,25 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                             );
                         }
                     }
+                } else if form == Form::GemmAvx2 {
+                    #[cfg(target_arch = "x86_64")]
+                    {
+                        let xs: Vec<Q8Row<'_>> = (0..m).map(|mi| xq.row(mi)).collect();
+                        let offset = if w.layout == BlockLayout::Q8 {
+                            let cb = 32 * groups;
+                            // SAFETY: AVX2 detected; the rows lie inside the matrix.
+                            unsafe {
+                                avx2_il::q8_offset(&block.codes[blk.start * cb..blk.end * cb])
+                            }
+                        } else {
+                            Some(0)
+                        };
+                        // Full-range `q8_0` codes stay on the tiles.
+                        let Some(offset) = offset else { continue };
+                        // SAFETY: AVX2, FMA and F16C detected; a layout gemm_avx2 runs (q8_0
+                        // only with its codes' offset).
+                        unsafe { avx2_il::gemm_avx2(block, blk.clone(), &xs, offset, &mut put) };
+                    }
                 } else {
                     rows_dot(isa, block, blk.clone(), &xq, &mut scratch, put);
                 }
@@ -549,7 +638,11 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
                                 (a - want.0).abs() <= tol && (b - want.1).abs() <= tol,
                                 "{}{} {} groups {groups} m {m} row {r}: ({a}, {b}) vs ({}, {})",
                                 isa.name(),
-                                if plain { " (tiles without VNNI)" } else { "" },
+                                match form {
+                                    Form::Tiles => " (tiles without VNNI)",
+                                    Form::GemmAvx2 => " (interleaved GEMM without VNNI)",
+                                    Form::Dispatch => "",
+                                },
                                 w.layout.name(),
                                 want.0,
                                 want.1
@@ -560,6 +653,18 @@ fn rows_dot_matches_the_row_forms_on_every_isa() {
             }
         }
     }
+}
+
+/// How [`rows_dot_matches_the_row_forms_on_every_isa`] reaches a kernel.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+enum Form {
+    /// [`rows_dot`]'s own choice.
+    Dispatch,
+    /// AVX2's tiles without VNNI.
+    Tiles,
+    /// AVX2's interleaved GEMM without VNNI.
+    GemmAvx2,
 }
 
 /// Every instruction set's row quantizer gives the portable one's codes, scales and sums
