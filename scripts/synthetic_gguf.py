@@ -25,7 +25,7 @@ try:
 except ImportError as e:
     sys.exit(f"synthetic_gguf.py needs llama-cpp-python and PyPI gguf in this Python: {e}")
 
-FTYPES = {"q4_0": 2, "q4_1": 3, "q8_0": 7, "q4_k_m": 15, "q5_k_m": 17, "q6_k": 18}
+FTYPES = {"q4_0": 2, "q4_1": 3, "q5_0": 8, "q5_1": 9, "q8_0": 7, "q4_k_m": 15, "q5_k_m": 17, "q6_k": 18}
 TOKENIZER = os.path.expanduser("~/.cache/lorekeeper/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 
 

@@ -392,6 +392,21 @@ unsafe fn pair_products(codes: *const u8, qs: *const i8) -> __m256 {
         let v = _mm256_loadu_si256(codes as *const __m256i);
         let lo = _mm256_and_si256(v, mask);
         let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask);
+        pair_sum(lo, hi, qs)
+    }
+}
+
+/// A pair's unpacked codes (`lo`: `[A even | B even]`, `hi`: the odd ones, unsigned, at most 31)
+/// times its activations (`qs`: 32 even, then 32 odd) as [`pair_products`]' eight floats (i16
+/// pairs of at most 2·31·128, two of them summed: no saturation).
+///
+/// # Safety
+/// AVX2 present; `qs` readable for 64 bytes.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn pair_sum(lo: __m256i, hi: __m256i, qs: *const i8) -> __m256 {
+    // SAFETY: the caller's length.
+    unsafe {
         let xe = _mm256_loadu_si256(qs as *const __m256i);
         let xo = _mm256_loadu_si256(qs.add(32) as *const __m256i);
         let s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xe), _mm256_maddubs_epi16(hi, xo));
@@ -412,6 +427,20 @@ unsafe fn group_product(codes: *const u8, qs: *const i8) -> i32 {
         let v = _mm_loadu_si128(codes as *const __m128i);
         let lo = _mm_and_si128(v, m4);
         let hi = _mm_and_si128(_mm_srli_epi16::<4>(v), m4);
+        group_sum(lo, hi, qs)
+    }
+}
+
+/// One group's unpacked codes (`lo`: the even weights, `hi`: the odd ones, unsigned, at most
+/// 31) times its activations (`qs`: 16 even, then 16 odd): `Σ q·qx`.
+///
+/// # Safety
+/// AVX2 present; `qs` readable for 32 bytes.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn group_sum(lo: __m128i, hi: __m128i, qs: *const i8) -> i32 {
+    // SAFETY: the caller's length.
+    unsafe {
         let xe = _mm_loadu_si128(qs as *const __m128i);
         let xo = _mm_loadu_si128(qs.add(16) as *const __m128i);
         let s16 = _mm_add_epi16(_mm_maddubs_epi16(lo, xe), _mm_maddubs_epi16(hi, xo));

@@ -24,7 +24,7 @@
 //! `q5` rows (GGUF's Q5_0 and Q5_1 blocks as they are) take the 4-bit rows' path: the repack
 //! ors each code's fifth bit into its nibble ([`q5_group_bits`]), so the codes are 0–31 with no
 //! offset and the min term is the 4-bit rows'; VNNI's tile is the 4-bit one (`vpdpbusd` sums in
-//! i32), AVX2's sums each half group in i16 apart ([`tile_avx2_q5`]: 4·2·31·128 = 31744).
+//! i32), AVX2's sums each half group in i16 apart ([`tile_avx2`]: 4·2·31·128 = 31744).
 //!
 //! `q6_k` rows take the same path: each group unpacked once per block ([`super::avx2_q6`]) and
 //! stored as `q + 32` (0–63, the unsigned operand `vpdpbusd` needs), each half of 16 its own
@@ -299,9 +299,9 @@ unsafe fn run<const WIDE: bool, const KIND: u8, const IT: usize>(
                     } else if KIND == K8 {
                         tile_avx2_offset::<true, IT>(&codes, &sc, &mn, x, &bias, groups, r)
                     } else if KIND == K5 {
-                        tile_avx2_q5::<IT>(&codes, &sc, &mn, x, groups, r)
+                        tile_avx2::<IT, 4>(&codes, &sc, &mn, x, groups, r)
                     } else {
-                        tile_avx2::<IT>(&codes, &sc, &mn, x, groups, r)
+                        tile_avx2::<IT, 8>(&codes, &sc, &mn, x, groups, r)
                     }
                 }
             }
@@ -524,18 +524,20 @@ unsafe fn tile<const Q6: bool, const IT: usize>(
     }
 }
 
-/// [`tile`] with AVX2 alone, for 4-bit rows: the block's two halves of eight rows in turn, each
-/// a 256-bit register of eight 4-byte lanes. Per group, half and activation row eight
-/// `vpmaddubsw` (the codes unsigned, the activations' four bytes broadcast) summed in i16 (at
-/// most 8·2·15·128 = 30720: no saturation), one `vpmaddwd` by ones into the lanes' i32 sums,
-/// one conversion and one FMA; the min terms in a second pass over the groups (their registers
+/// [`tile`] with AVX2 alone, for 4-bit and `q5` rows (codes in the 4-bit rows' order, no
+/// offset): the block's two halves of eight rows in turn, each a 256-bit register of eight
+/// 4-byte lanes. Per group, half and activation row eight `vpmaddubsw` (the codes unsigned, the
+/// activations' four bytes broadcast) summed in i16 over runs of `RUN` chunks — all eight for
+/// 4-bit codes (at most 8·2·15·128 = 30720: no saturation), four for `q5`'s (4·2·31·128 =
+/// 31744) — each run widened by one `vpmaddwd` by ones into the lanes' i32 sums, then one
+/// conversion and one FMA; the min terms in a second pass over the groups (their registers
 /// would crowd the products').
 ///
 /// # Safety
 /// AVX2 and FMA present; the lengths of [`tile`].
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn tile_avx2<const IT: usize>(
+unsafe fn tile_avx2<const IT: usize, const RUN: usize>(
     codes: &[u8],
     sc: &[f32],
     mn: &[f32],
@@ -553,61 +555,12 @@ unsafe fn tile_avx2<const IT: usize>(
             for g in 0..groups {
                 let (e, o) = bases(g, groups);
                 let mut p = [_mm256_setzero_si256(); IT];
-                for c in 0..8 {
-                    let wv = _mm256_loadu_si256(cp.add(GROUP_BYTES * g + 64 * c) as *const __m256i);
-                    let at = if c < 4 { e + 4 * c } else { o + 4 * (c - 4) };
-                    for (t, p) in p.iter_mut().enumerate() {
-                        let q = x[t].qs.as_ptr().add(at);
-                        let xb = _mm256_set1_epi32(std::ptr::read_unaligned(q as *const i32));
-                        *p = _mm256_add_epi16(*p, _mm256_maddubs_epi16(wv, xb));
-                    }
-                }
-                let s = _mm256_loadu_ps(sc.as_ptr().add(IL_ROWS * g + HALF * h));
-                for (t, (acc, p)) in acc.iter_mut().zip(&p).enumerate() {
-                    let f = _mm256_cvtepi32_ps(_mm256_madd_epi16(*p, ones));
-                    let dx = _mm256_set1_ps(*x[t].d.get_unchecked(g));
-                    *acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, dx), *acc);
-                }
-            }
-            store_avx2(&acc, Some(mn), x, groups, h, r);
-        }
-    }
-}
-
-/// [`tile_avx2`] for `q5` rows (codes 0–31 in the 4-bit rows' order, no offset): per group,
-/// half of eight rows and activation row, each half group's four chunks of `vpmaddubsw`
-/// products summed in i16 (at most 4·2·31·128 = 31744) and widened by one `vpmaddwd`, the
-/// group's two halves summed in integers, converted once and scaled by `s·dx`; the min terms
-/// in [`store_avx2`]'s pass.
-///
-/// # Safety
-/// AVX2 and FMA present; the lengths of [`tile`].
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn tile_avx2_q5<const IT: usize>(
-    codes: &[u8],
-    sc: &[f32],
-    mn: &[f32],
-    x: &[Q8Row<'_>; IT],
-    groups: usize,
-    r: &mut [f32],
-) {
-    // SAFETY: as `tile`: group g reads codes[512g..512g+512], sc/mn[16g..16g+16], each row's
-    // qs at the group's bases and d/sum[g]; `r` holds 32·IT floats.
-    unsafe {
-        let ones = _mm256_set1_epi16(1);
-        for h in 0..2 {
-            let cp = codes.as_ptr().add(HALF * 4 * h);
-            let mut acc = [_mm256_setzero_ps(); IT];
-            for g in 0..groups {
-                let (e, o) = bases(g, groups);
-                let mut p = [_mm256_setzero_si256(); IT];
-                for (half_base, c0) in [(e, 0), (o, 4)] {
+                for c0 in (0..8).step_by(RUN) {
                     let mut s16 = [_mm256_setzero_si256(); IT];
-                    for c in c0..c0 + 4 {
+                    for c in c0..c0 + RUN {
                         let wv =
                             _mm256_loadu_si256(cp.add(GROUP_BYTES * g + 64 * c) as *const __m256i);
-                        let at = half_base + 4 * (c - c0);
+                        let at = if c < 4 { e + 4 * c } else { o + 4 * (c - 4) };
                         for (t, s16) in s16.iter_mut().enumerate() {
                             let q = x[t].qs.as_ptr().add(at);
                             let xb = _mm256_set1_epi32(std::ptr::read_unaligned(q as *const i32));

@@ -13,7 +13,7 @@
 
 use std::arch::x86_64::*;
 
-use super::avx2::{group_scales, hsum, min_term, pair_scales, PREFETCH_AHEAD};
+use super::avx2::{group_scales, group_sum, hsum, min_term, pair_scales, pair_sum, PREFETCH_AHEAD};
 use crate::cpu::q8::Q8Row;
 
 /// The `q5` row (per group an f16 `(s, m)`, `w = s·q − m`, `q` in 0–31) times a [`Q8Row`] in
@@ -111,10 +111,7 @@ unsafe fn pair_products(codes: *const u8, hb: *const u8, qs: *const i8) -> __m25
             _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask),
             fifth_bits(odd),
         );
-        let xe = _mm256_loadu_si256(qs as *const __m256i);
-        let xo = _mm256_loadu_si256(qs.add(32) as *const __m256i);
-        let s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xe), _mm256_maddubs_epi16(hi, xo));
-        _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)))
+        pair_sum(lo, hi, qs)
     }
 }
 
@@ -136,12 +133,6 @@ unsafe fn group_product(codes: *const u8, hb: *const u8, qs: *const i8) -> i32 {
             _mm_and_si128(_mm_srli_epi16::<4>(v), m4),
             _mm256_extracti128_si256::<1>(fb),
         );
-        let xe = _mm_loadu_si128(qs as *const __m128i);
-        let xo = _mm_loadu_si128(qs.add(16) as *const __m128i);
-        let s16 = _mm_add_epi16(_mm_maddubs_epi16(lo, xe), _mm_maddubs_epi16(hi, xo));
-        let s32 = _mm_madd_epi16(s16, _mm_set1_epi16(1));
-        let s32 = _mm_add_epi32(s32, _mm_srli_si128::<8>(s32));
-        let s32 = _mm_add_epi32(s32, _mm_srli_si128::<4>(s32));
-        _mm_cvtsi128_si32(s32)
+        group_sum(lo, hi, qs)
     }
 }
