@@ -31,6 +31,8 @@ pub mod avx2_q4k;
 pub mod avx2_q5;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2_q6;
+#[cfg(target_arch = "x86_64")]
+pub mod avx2_quant;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -112,7 +114,7 @@ impl Isa {
 pub fn row_quantizer(isa: Isa) -> super::q8::RowQuantizer {
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Avx2 && avx2_present() {
-        return avx2::quantize_row;
+        return avx2_quant::quantize_row;
     }
     let _ = isa;
     super::q8::quantize_row
