@@ -85,7 +85,7 @@ phase "browser tests (headless Chromium)" browser_tests
 # its build, not its run, is what takes time (its own target folder; nothing else is rebuilt).
 threads_tests() {
   (source scripts/threads-env.sh && cd tests && cargo test --target wasm32-unknown-unknown \
-    -Z build-std=std,panic_abort --config 'profile.dev.package."*".opt-level=1' \
+    -Z build-std=std,panic_abort --config 'profile.dev.opt-level=1' \
     --test web_threads "$@")
 }
 phase "browser build, wasm threads (nightly)" threads_tests --no-run
