@@ -22,11 +22,17 @@ pub(crate) fn random_q4_1(rng: &mut Pcg32, rows: usize, k: usize) -> Q4Matrix {
 
 /// GGUF Q8_0 blocks (a positive f16 scale, 32 random signed codes over the whole range per
 /// group), imported as `q8_0` rows.
+/// A block's positive f16 scale `d`, as its two little-endian bytes.
+fn block_scale(rng: &mut Pcg32) -> [u8; 2] {
+    half::f16::from_f32(0.001 + 0.002 * rng.normal_vec(1, 1.0)[0].abs())
+        .to_bits()
+        .to_le_bytes()
+}
+
 pub(crate) fn random_q8_0(rng: &mut Pcg32, rows: usize, k: usize) -> Q4Matrix {
     let raw: Vec<u8> = (0..rows * k / 32)
         .flat_map(|_| {
-            let d = half::f16::from_f32(0.001 + 0.002 * rng.normal_vec(1, 1.0)[0].abs());
-            let mut b = d.to_bits().to_le_bytes().to_vec();
+            let mut b = block_scale(rng).to_vec();
             b.extend((0..32).map(|_| rng.next_u32() as u8));
             b
         })
@@ -39,8 +45,7 @@ pub(crate) fn random_q8_0(rng: &mut Pcg32, rows: usize, k: usize) -> Q4Matrix {
 pub(crate) fn random_q8_narrow(rng: &mut Pcg32, rows: usize, k: usize, lo: i32) -> Q4Matrix {
     let mut raw = Vec::new();
     for b in 0..rows * k / 32 {
-        let d = half::f16::from_f32(0.001 + 0.002 * rng.normal_vec(1, 1.0)[0].abs());
-        raw.extend(d.to_bits().to_le_bytes());
+        raw.extend(block_scale(rng));
         raw.extend((0..32).map(|i| {
             let q = match (b % (k / 32), i) {
                 (0, 0) => lo,
@@ -59,8 +64,7 @@ pub(crate) fn random_q8_narrow(rng: &mut Pcg32, rows: usize, k: usize, lo: i32) 
 pub(crate) fn random_q5(rng: &mut Pcg32, rows: usize, k: usize, with_min: bool) -> Q4Matrix {
     let mut raw = Vec::new();
     for b in 0..rows * k / 32 {
-        let d = half::f16::from_f32(0.001 + 0.002 * rng.normal_vec(1, 1.0)[0].abs());
-        raw.extend(d.to_bits().to_le_bytes());
+        raw.extend(block_scale(rng));
         if with_min {
             let m = half::f16::from_f32(rng.normal_vec(1, 0.02)[0]);
             raw.extend(m.to_bits().to_le_bytes());
