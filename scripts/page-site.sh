@@ -1,6 +1,6 @@
 # Sourced by scripts/bench-page.sh and scripts/soak-page.sh: builds the demo bundle (as ./run.sh:
-# SmolLM2-135M-Instruct Q4_1 → 4-bit bundle + Alice with all-MiniLM-L6-v2) unless
-# target/demo-bundle exists, the web app with Trunk and its threaded engine worker into
+# SmolLM2-135M-Instruct Q4_1 → 4-bit bundle + Alice with all-MiniLM-L6-v2; another GGUF with
+# LOREKEEPER_PAGE_GGUF) unless it exists, the web app with Trunk and its threaded engine worker into
 # $work/site, and serves it with COOP/COEP (cross-origin isolation: wasm threads) on $port.
 # Expects $work (a scratch folder the caller removes); sets $model, $port and $server.
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"   # wasm-opt (npm binaryen), trunk
@@ -12,6 +12,13 @@ python3 scripts/fetch-assets.py smollm2 minilm alice >&2
 assets="${LOREKEEPER_CACHE:-$HOME/.cache/lorekeeper}/assets"
 model="$assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 bundle=target/demo-bundle
+# LOREKEEPER_PAGE_GGUF=FILE: another GGUF (e.g. a Q4_K_M file) in the bundle and beside wllama.
+if [ -n "${LOREKEEPER_PAGE_GGUF:-}" ]; then
+  model=$LOREKEEPER_PAGE_GGUF
+  bundle=target/page-bundle-$(basename "$model" .gguf)
+fi
+# LOREKEEPER_PAGE_BUNDLE=DIR: a bundle already built (model and index) instead.
+bundle=${LOREKEEPER_PAGE_BUNDLE:-$bundle}
 if [ ! -f "$bundle/manifest.json" ]; then
   cargo build --quiet --release -p index-builder
   ./target/release/index-builder model --base "$model" --quant q4 --out "$bundle" >&2

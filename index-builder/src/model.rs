@@ -353,15 +353,16 @@ impl Import<'_> {
             .iter()
             .any(|s| name.ends_with(s));
         // A GGUF Q4_0 / Q4_1 / Q5_x / Q8_0 / k-quant matrix is kept (no second rounding): under
-        // q4 every one, under q8 the 8-bit ones (the 4-bit ones become q8_0 from their values);
-        // a LoRA merge changes the values, so an adapted matrix is quantized afresh.
+        // q4 every one (Q5_0 / Q5_1 as `q5`), under q8 the 8-bit ones (Q5_x as `q8_0`, the
+        // same values; the 4-bit ones become q8_0 from their values); a LoRA merge changes the
+        // values, so an adapted matrix is quantized afresh.
         let kept = if shape.len() == 2
             && !keep_f32
             && matches!(self.o.quant, Quant::Q4 | Quant::Q8)
             && !self.lora.is_some_and(|l| l.adapts(name))
         {
             self.base
-                .stored_q4(name)?
+                .stored_q4(name, self.o.quant == Quant::Q4)?
                 .map(|m| m.layout)
                 .filter(|&l| self.o.quant == Quant::Q4 || l == BlockLayout::Q8)
         } else {
@@ -369,11 +370,14 @@ impl Import<'_> {
         };
         let dtype = match kept {
             Some(BlockLayout::Q8) => DType::Q80,
+            Some(BlockLayout::Q5) => DType::Q5,
             Some(_) => DType::Lq4h,
             None if shape.len() != 2 || keep_f32 => DType::F32,
             None => self.o.quant.matrix_dtype(cols),
         };
-        let per_row = dtype.bytes_for(1, cols) as u64;
+        // A part must fit one binding in the form a backend loads it in (`q5` as `q8_0` on the
+        // GPU).
+        let per_row = dtype.loaded_bytes_for(1, cols) as u64;
         if per_row > self.cap {
             return Err(BuildError::Input {
                 file: self.base.describe(),
@@ -400,7 +404,7 @@ impl Import<'_> {
         let len = dtype.bytes_for(p1 - p0, cols) as u64;
         let place = self.w.begin(len)?;
         let stored = if l.kept {
-            self.base.stored_q4(name)?
+            self.base.stored_q4(name, self.o.quant == Quant::Q4)?
         } else {
             None
         };
@@ -437,8 +441,16 @@ impl Import<'_> {
                 }
                 DType::Q8 => q8_blocks.push(Q8Matrix::quantize(b1 - b0, cols, &data)),
                 DType::Q80 => q4_blocks.push(Q4Matrix::quantize_q8_0(name, b1 - b0, cols, &data)?),
-                // Lq4h is chosen only where the source holds the blocks (returned above).
-                DType::Lq4 | DType::Lq4h => {
+                // Lq4h and q5 are chosen only where the source holds the blocks (copied above).
+                DType::Lq4h | DType::Q5 => {
+                    return Err(BuildError::Input {
+                        file: self.base.describe(),
+                        detail: format!(
+                            "tensor '{name}': its {dtype:?} blocks are no longer in the source"
+                        ),
+                    })
+                }
+                DType::Lq4 => {
                     let imp = self.o.importance.as_ref().and_then(|m| m.get(name));
                     q4_blocks.push(Q4Matrix::quantize_weighted(
                         name,

@@ -13,7 +13,7 @@ use lorekeeper_engine::format::weights::{GgufSource, HostTensor, WeightSource};
 use lorekeeper_engine::loader;
 use lorekeeper_engine::models::llama::Config;
 use lorekeeper_engine::models::ModelConfig;
-use lorekeeper_engine::quant::Q4Matrix;
+use lorekeeper_engine::quant::{BlockLayout, Q4Matrix};
 use lorekeeper_engine::tokenizer::Tokenizer;
 use serde::Deserialize;
 
@@ -243,7 +243,7 @@ pub struct BaseModel {
     /// The last tensor read from a GGUF file (reads come row block by row block).
     cache: std::cell::RefCell<Option<(String, std::rc::Rc<HostTensor>)>>,
     /// The last 4-bit tensor taken from a GGUF file as it is stored.
-    q4_cache: std::cell::RefCell<Option<(String, std::rc::Rc<Q4Matrix>)>>,
+    q4_cache: std::cell::RefCell<Option<(String, bool, std::rc::Rc<Q4Matrix>)>>,
 }
 
 impl BaseModel {
@@ -335,14 +335,15 @@ impl BaseModel {
     }
 
     /// `name` as the source stores it in blocks the engine runs, when it does: a GGUF Q4_0 /
-    /// Q4_1 matrix as an `lq4h` matrix, a Q8_0 one as `q8_0` (Q6_K too, rounded), the same values (the importer
+    /// Q4_1 matrix as an `lq4h` matrix, a Q8_0 one as `q8_0` (Q6_K too, rounded), Q5_0 / Q5_1
+    /// as `q5` where `keep_q5` (else as `q8_0`, the same values), the same values (the importer
     /// then writes it without rounding it again). `None` for every other tensor and source.
-    pub fn stored_q4(&self, name: &str) -> Result<Option<std::rc::Rc<Q4Matrix>>> {
+    pub fn stored_q4(&self, name: &str, keep_q5: bool) -> Result<Option<std::rc::Rc<Q4Matrix>>> {
         let BaseWeights::Gguf(g) = &self.weights else {
             return Ok(None);
         };
-        if let Some((n, m)) = self.q4_cache.borrow().as_ref() {
-            if n == name {
+        if let Some((n, k, m)) = self.q4_cache.borrow().as_ref() {
+            if n == name && *k == keep_q5 {
                 return Ok(Some(m.clone()));
             }
         }
@@ -352,9 +353,15 @@ impl BaseModel {
         let Some((_, m)) = parts.pop().filter(|_| parts.is_empty()) else {
             return Ok(None);
         };
-        // Bundles hold the layouts every backend runs (`q6_k` as `q8_0`).
-        let m = std::rc::Rc::new(m.to_portable(name)?.into_owned());
-        *self.q4_cache.borrow_mut() = Some((name.to_string(), m.clone()));
+        // Bundles hold the layouts every backend runs (`q6_k` as `q8_0`, `lq4k` as `lq4h`), and
+        // `q5`, which a backend without its kernels reads as `q8_0` at load.
+        let m = if keep_q5 && m.layout == BlockLayout::Q5 {
+            m
+        } else {
+            m.to_portable(name)?.into_owned()
+        };
+        let m = std::rc::Rc::new(m);
+        *self.q4_cache.borrow_mut() = Some((name.to_string(), keep_q5, m.clone()));
         Ok(Some(m))
     }
 

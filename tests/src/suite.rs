@@ -372,7 +372,7 @@ pub async fn q4_fused<B: Backend>(b: &B, seed: u64) -> Check {
 
 /// The CPU's row kernels for the instruction set in use (AVX2 natively here, `simd128` in
 /// Chromium's wasm, relaxed SIMD in the page's threaded build) against the portable scalar
-/// ones, through `rows_dot` as the GEMV calls it: LQ4, `lq4h` and `q8_0` rows, one and two
+/// ones, through `rows_dot` as the GEMV calls it: every layout (`LAYOUTS`), one and five
 /// activation rows, a block of rows inside the matrix, every group count from 1 to 9 and
 /// 18–19 (each remainder of the SIMD forms' two- and four-group steps).
 pub fn cpu_rows(seed: u64) -> Check {
@@ -430,7 +430,7 @@ pub fn cpu_rows(seed: u64) -> Check {
         }
     }
     Ok(format!(
-        "{op} {}: groups 1–9, 18–19 on LQ4, lq4h, q8_0, q6_k, lq4k: max abs err {worst:.2e} within {}",
+        "{op} {}: groups 1–9, 18–19 on LQ4, lq4h, q8_0, q6_k, lq4k, q5: max abs err {worst:.2e} within {}",
         isa.name(),
         bounds::Q4_MATMUL
     ))

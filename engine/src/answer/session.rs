@@ -195,8 +195,9 @@ impl Footprint {
     }
 }
 
-/// Host bytes of one tensor once loaded: blocks (LQ4, lq4h, q8_0) as stored when the weights
-/// stay blocks, f32 otherwise (f16 and f32-scaled q8 are dequantized at load).
+/// Host bytes of one tensor once loaded: blocks (LQ4, lq4h, q8_0, and q5, which the page's
+/// `simd128` runs as it is) as stored when the weights stay blocks, f32 otherwise (f16 and
+/// f32-scaled q8 are dequantized at load).
 fn resident_bytes(t: &TensorEntry, keep_lq4: bool) -> u64 {
     if keep_lq4 && t.dtype.q4_layout().is_some() {
         t.parts.iter().fold(0u64, |a, p| a.saturating_add(p.length))

@@ -144,14 +144,12 @@ impl Backend for CpuBackend {
         Ok(Arc::new(m.clone()))
     }
 
-    /// `q6_k`, `lq4k` and `q5` run as they are where the instruction set has their kernels,
-    /// else as `q8_0`, `lq4h` and `q8_0`.
+    /// `q6_k`, `lq4k` and `q5` run as they are where the instruction set has their kernels
+    /// ([`simd::Isa::runs`]), else as `q8_0`, `lq4h` and `q8_0`.
     fn runs_layout(&self, layout: BlockLayout) -> BlockLayout {
         match layout {
-            BlockLayout::Q6 | BlockLayout::Q5 if !simd::Isa::best().runs_kquants() => {
-                BlockLayout::Q8
-            }
-            BlockLayout::Lq4k if !simd::Isa::best().runs_kquants() => BlockLayout::Lq4h,
+            BlockLayout::Q6 | BlockLayout::Q5 if !simd::Isa::best().runs(layout) => BlockLayout::Q8,
+            BlockLayout::Lq4k if !simd::Isa::best().runs(layout) => BlockLayout::Lq4h,
             other => other,
         }
     }

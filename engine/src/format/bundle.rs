@@ -96,6 +96,10 @@ pub enum DType {
     /// ([`BlockLayout::Q8`]): GGUF Q8_0, Q5_0 and Q5_1 tensors with the values the user brought.
     #[serde(rename = "q8_0")]
     Q80,
+    /// [`Q4Matrix`] words of 5-bit codes (nibbles, then a plane of fifth bits) with an f16 scale
+    /// and min per group ([`BlockLayout::Q5`]): GGUF Q5_0 and Q5_1 tensors as the user brought
+    /// them, 6 bits a weight. A backend without `q5` kernels reads them as `q8_0`.
+    Q5,
 }
 
 impl DType {
@@ -108,6 +112,17 @@ impl DType {
             DType::Lq4 => 4 * Q4Matrix::words_for(rows, cols),
             DType::Lq4h => 4 * BlockLayout::Lq4h.words(rows, cols),
             DType::Q80 => 4 * BlockLayout::Q8.words(rows, cols),
+            DType::Q5 => 4 * BlockLayout::Q5.words(rows, cols),
+        }
+    }
+
+    /// Bytes of a `[rows, cols]` block as a backend may hold it: a `q5` block as `q8_0`
+    /// where the backend has no `q5` kernels (the GPU, NEON), so a part sized by this fits
+    /// one binding in every form.
+    pub fn loaded_bytes_for(self, rows: usize, cols: usize) -> usize {
+        match self {
+            DType::Q5 => DType::Q80.bytes_for(rows, cols),
+            other => other.bytes_for(rows, cols),
         }
     }
 
@@ -117,6 +132,7 @@ impl DType {
             DType::Lq4 => Some(BlockLayout::Lq4),
             DType::Lq4h => Some(BlockLayout::Lq4h),
             DType::Q80 => Some(BlockLayout::Q8),
+            DType::Q5 => Some(BlockLayout::Q5),
             _ => None,
         }
     }
@@ -127,7 +143,7 @@ impl DType {
 #[serde(rename_all = "lowercase")]
 pub enum Quant {
     /// 4-bit matrices, f32 norms: a GGUF's own Q4_0 / Q4_1 blocks kept (`lq4h`), its Q5_0 /
-    /// Q5_1 / Q8_0 blocks too (`q8_0`), everything else LQ4.
+    /// Q5_1 blocks too (`q5`), its Q8_0 ones (`q8_0`), everything else LQ4.
     Q4,
     /// LQ4 matrices, GGUF blocks requantized too (the smaller format), f32 norms.
     Lq4,
@@ -629,7 +645,7 @@ impl WeightSource for ShardedTensors {
                         .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32()),
                 ),
                 DType::Q8 => data.extend(Q8Matrix::dequantize_bytes(name, rows, cols, b)?),
-                DType::Lq4 | DType::Lq4h | DType::Q80 => {
+                DType::Lq4 | DType::Lq4h | DType::Q80 | DType::Q5 => {
                     let scales = t.dtype.q4_layout().unwrap_or_default();
                     data.extend(Q4Matrix::from_bytes(name, scales, rows, cols, b)?.dequantize())
                 }

@@ -95,3 +95,61 @@ fn newer_format_is_refused_by_name() {
         "{e}"
     );
 }
+
+/// A `q5` tensor (GGUF's Q5_0 / Q5_1 blocks as they are) in two parts: named `q5` in the
+/// manifest, its parts read back as the same `q5` rows (bytes equal), dequantized to the
+/// source's values, and sized for a binding as the `q8_0` form a backend without `q5` kernels
+/// loads (9 bits a weight against 6).
+#[test]
+fn q5_tensors_read_back_as_they_were_written() {
+    use crate::cpu::simd::tests::random_q5;
+    let (rows, cols) = (7, 32 * 5);
+    for with_min in [false, true] {
+        let w = random_q5(
+            &mut crate::rng::Pcg32::new(40 + with_min as u64),
+            rows,
+            cols,
+            with_min,
+        );
+        let (a, b) = (
+            w.row_block(0, 3).to_bytes(),
+            w.row_block(3, rows).to_bytes(),
+        );
+        assert_eq!(a.len(), DType::Q5.bytes_for(3, cols));
+        assert_eq!(b.len(), DType::Q5.bytes_for(rows - 3, cols));
+        assert_eq!(DType::Q5.bytes_for(1, cols), 24 * cols / 32);
+        assert_eq!(
+            DType::Q5.loaded_bytes_for(1, cols),
+            DType::Q80.bytes_for(1, cols)
+        );
+        assert_eq!(
+            DType::Q80.loaded_bytes_for(1, cols),
+            DType::Q80.bytes_for(1, cols)
+        );
+        let t = TensorEntry {
+            dtype: DType::Q5,
+            shape: vec![rows, cols],
+            parts: vec![
+                part(0, a.len() as u64, [0, 3]),
+                part(a.len() as u64, b.len() as u64, [3, rows]),
+            ],
+        };
+        let json = serde_json::to_string(&t).expect("json");
+        assert!(json.contains(r#""dtype":"q5""#), "{json}");
+        let shard = [a.clone(), b.clone()].concat();
+        let m = manifest_with(t.clone(), shard.len() as u64);
+        m.validate("m").expect("valid");
+        let files = [("model-00000-abc.bin".to_string(), shard)]
+            .into_iter()
+            .collect();
+        let s = ShardedTensors::new("m", m.model.expect("model").tensors, files);
+        let parts = s.q4_parts("w").expect("parts").expect("a block matrix");
+        assert_eq!(parts.len(), 2);
+        for ((r0, got), want) in parts.iter().zip([&a, &b]) {
+            assert_eq!(got.layout, BlockLayout::Q5, "part at row {r0}");
+            assert_eq!(&got.to_bytes(), want, "part at row {r0}");
+        }
+        let values = s.get("w").expect("read").expect("present").data;
+        assert_eq!(values, w.dequantize(), "with_min {with_min}");
+    }
+}

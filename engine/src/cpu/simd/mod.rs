@@ -89,11 +89,16 @@ impl Isa {
         matches!(self, Isa::Avx2 | Isa::Simd128)
     }
 
-    /// True where this instruction set has `q6_k`, `lq4k` and `q5` kernels of its own (AVX2,
-    /// and the scalar reference); the CPU backend gives the others such a matrix as `q8_0` /
-    /// `lq4h` ([`crate::quant::Q4Matrix::to_portable`]), whose kernels they have.
-    pub fn runs_kquants(self) -> bool {
-        matches!(self, Isa::Scalar | Isa::Avx2)
+    /// True where this instruction set has kernels of its own for `layout`: every one on AVX2
+    /// and in the scalar reference, `q5` too in `simd128`; the CPU backend gives the others a
+    /// `q6_k` or `q5` matrix as `q8_0` and an `lq4k` one as `lq4h`
+    /// ([`crate::quant::Q4Matrix::to_portable`]), whose kernels they have.
+    pub fn runs(self, layout: BlockLayout) -> bool {
+        match layout {
+            BlockLayout::Q6 | BlockLayout::Lq4k => matches!(self, Isa::Scalar | Isa::Avx2),
+            BlockLayout::Q5 => matches!(self, Isa::Scalar | Isa::Avx2 | Isa::Simd128),
+            BlockLayout::Lq4 | BlockLayout::Lq4h | BlockLayout::Q8 => true,
+        }
     }
 
     /// Short name for reports: `avx2`, `neon`, `simd128` (`relaxed-simd` where the build
@@ -372,6 +377,10 @@ pub fn q5_q8(isa: Isa, codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> (f32, f32) {
     if isa == Isa::Avx2 && avx2_present() {
         // SAFETY: AVX2, FMA and F16C were detected at run time; the lengths are checked above.
         return unsafe { avx2_q5::q5_row(codes, subs, x) };
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if isa == Isa::Simd128 {
+        return simd128::q5_q8(codes, subs, x);
     }
     let _ = isa;
     scalar::q5_dot(codes, subs, x)

@@ -1,11 +1,17 @@
 //! WebAssembly `simd128` form of the LQ4 × Q8 row dot product (the page's build enables
-//! `+simd128`, which every current browser runs).
+//! `+simd128`, which every current browser runs), and of the `lq4h`, `q8_0` and `q5` rows.
 //!
 //! One group per step: low and high nibbles of the 16 code bytes and the matching activation
 //! halves are widened to i16 and multiplied pairwise into i32 lanes by `i32x4.dot_i16x8_s`;
 //! each group's i32 lanes are scaled by `sc·dx` into an f32x4 accumulator. Built with
 //! `+relaxed-simd` (the page's threaded build, `scripts/threads-env.sh`), the widening and the
 //! four dot products of a group become two `i32x4.relaxed_dot_i8x16_i7x16_add_s`.
+//!
+//! A `q5` row (GGUF's Q5_0 / Q5_1 blocks as they are) takes the `lq4h` forms with each
+//! group's fifth bits put back beside its nibbles: two 16-bit words of the row's bit plane
+//! (the even and the odd weights, [`q5_bit_words`]) spread to bytes of 0x10 ([`fifth_bits`])
+//! and or-ed into the low and high nibbles, so the codes are 0..31 and the same products
+//! take them (pair sums at most 2·31·128, no 16-bit saturation; 0..31 is a 7-bit operand).
 
 use core::arch::wasm32::*;
 
@@ -23,10 +29,15 @@ pub fn rows(
     scratch: &mut [f32],
     out: &mut impl FnMut(usize, usize, &[f32], &[f32]),
 ) {
-    // Several activation rows (prefill): 4-bit rows in tiles of four activation rows.
-    if xs.len() >= TILE_MIN_ROWS && !w.layout.natural_order() && w.layout != BlockLayout::Q5 {
+    // Several activation rows (prefill): 4-bit and `q5` rows in tiles of four activation rows.
+    if xs.len() >= TILE_MIN_ROWS && w.layout == BlockLayout::Q5 {
         return tiles(w, rows, xs, out, |wr: &[WeightRow<'_>; 1], x, g| {
-            [tile_row(wr[0], x, g)]
+            [tile_row::<true>(wr[0], x, g)]
+        });
+    }
+    if xs.len() >= TILE_MIN_ROWS && !w.layout.natural_order() {
+        return tiles(w, rows, xs, out, |wr: &[WeightRow<'_>; 1], x, g| {
+            [tile_row::<false>(wr[0], x, g)]
         });
     }
     match w.layout {
@@ -46,7 +57,7 @@ pub fn rows(
             )
         }),
         BlockLayout::Lq4h => each_row(w, rows, xs, out, lq4h_q8),
-        // The page's backend receives `lq4k` as `lq4h` (`Isa::runs_kquants`); this form serves
+        // The page's backend receives `lq4k` as `lq4h` (`Isa::runs`); this form serves
         // the tests.
         BlockLayout::Lq4k => each_row(w, rows, xs, out, |c, s, x| {
             super::lq4_q8(
@@ -60,13 +71,12 @@ pub fn rows(
                 scratch,
             )
         }),
-        // The page's backend receives `q6_k` as `q8_0` (`Isa::runs_kquants`); the reference serves
+        // The page's backend receives `q6_k` as `q8_0` (`Isa::runs`); the reference serves
         // the tests.
         BlockLayout::Q6 => each_row(w, rows, xs, out, |c, s, x| {
             (super::scalar::q6_dot(c, s, x), 0.0)
         }),
-        // And `q5` as `q8_0`.
-        BlockLayout::Q5 => each_row(w, rows, xs, out, super::scalar::q5_dot),
+        BlockLayout::Q5 => each_row(w, rows, xs, out, q5_q8),
     }
 }
 
@@ -75,10 +85,15 @@ pub fn rows(
 /// [`TX`] activation rows. Per group the codes are split into nibbles once; the four rows'
 /// [`group_dot`]s (i32x4 each) are transposed and added by six shuffles and adds into one
 /// i32x4 whose lanes are the rows, so one conversion, one scale multiply and one add serve
-/// four products, and one multiply-add the min terms.
-fn tile_row(w: WeightRow<'_>, x: ActTile<'_>, groups: usize) -> ([f32; TX], [f32; TX]) {
+/// four products, and one multiply-add the min terms. With `Q5` the row is a `q5` row (20·G
+/// code bytes) and each group's fifth bits are or-ed into its nibbles once for the four rows.
+fn tile_row<const Q5: bool>(
+    w: WeightRow<'_>,
+    x: ActTile<'_>,
+    groups: usize,
+) -> ([f32; TX], [f32; TX]) {
     assert!(
-        w.codes.len() == 16 * groups
+        w.codes.len() == if Q5 { 20 } else { 16 } * groups
             && w.sc.len() == groups
             && w.mn.len() == groups
             && x.dx.len() == TX * groups
@@ -90,18 +105,18 @@ fn tile_row(w: WeightRow<'_>, x: ActTile<'_>, groups: usize) -> ([f32; TX], [f32
     let xq: [*const i8; TX] = std::array::from_fn(|t| x.rows[t].qs.as_ptr());
     let (mut acc, mut acc_m) = (f32x4_splat(0.0), f32x4_splat(0.0));
     for g in 0..groups {
-        // Group g's even and odd activations (the paired order of `crate::cpu::q8`).
-        let (e, o) = if g + 1 == groups && groups % 2 == 1 {
-            (32 * g, 32 * g + 16)
-        } else {
-            let b = 64 * (g / 2) + 16 * (g % 2);
-            (b, b + 32)
-        };
-        // SAFETY: codes[16g..16g+16], each row's qs[e..e+16] and qs[o..o+16] (inside its
-        // 32·G codes) and dx/sum[4g..4g+4]: inside the lengths asserted above.
+        let (e, o) = group_acts(groups, g);
+        // SAFETY: codes[16g..16g+16] (and a `q5` row's fifth bits, inside its 20·G bytes:
+        // `q5_bit_words`), each row's qs[e..e+16] and qs[o..o+16] (inside its 32·G codes) and
+        // dx/sum[4g..4g+4]: inside the lengths asserted above.
         unsafe {
             let v = v128_load(w.codes.as_ptr().add(16 * g) as *const v128);
-            let (lo, hi) = (v128_and(v, mask), u8x16_shr(v, 4));
+            let (mut lo, mut hi) = (v128_and(v, mask), u8x16_shr(v, 4));
+            if Q5 {
+                let (eb, ob) = q5_bit_words(groups, g);
+                lo = v128_or(lo, fifth_bits(w.codes.as_ptr().add(eb)));
+                hi = v128_or(hi, fifth_bits(w.codes.as_ptr().add(ob)));
+            }
             let d: [v128; TX] = std::array::from_fn(|t| {
                 let xe = v128_load(xq[t].add(e) as *const v128);
                 let xo = v128_load(xq[t].add(o) as *const v128);
@@ -150,21 +165,99 @@ pub fn lq4h_q8(codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> (f32, f32) {
         "lq4h_q8: row slices disagree on the group count {groups}"
     );
     let mask = u8x16_splat(0x0F);
-    let (cp, xp) = (codes.as_ptr(), x.qs.as_ptr());
-    // Group g's codes, even and odd activations (the paired order of `crate::cpu::q8`).
-    // SAFETY: g < G: codes[16g..16g+16]; the activations of a paired group lie in
-    // qs[64(g/2)..64(g/2)+64], those of an unpaired last group in qs[32g..32g+32].
-    let group = |g: usize| unsafe {
-        let base = if g + 1 == groups && groups % 2 == 1 {
-            (32 * g, 32 * g + 16)
-        } else {
-            let b = 64 * (g / 2) + 16 * (g % 2);
-            (b, b + 32)
-        };
+    // SAFETY: g < G: codes[16g..16g+16] (the activations as `group_acts` says).
+    half_scaled(subs, x, |g, xe, xo| unsafe {
+        let v = v128_load(codes.as_ptr().add(16 * g) as *const v128);
+        group_dot(v128_and(v, mask), u8x16_shr(v, 4), xe, xo)
+    })
+}
+
+/// A `q5` row (20·G code bytes, an f16 `(s, m)` per group; GGUF's Q5_0 / Q5_1 blocks) times a
+/// [`Q8Row`] in one pass, as [`super::q5_q8`]: [`lq4h_q8`] with each group's fifth bits or-ed
+/// into its nibbles.
+pub fn q5_q8(codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> (f32, f32) {
+    let groups = x.d.len();
+    assert!(
+        codes.len() == 20 * groups
+            && subs.len() == 4 * groups
+            && x.qs.len() == 32 * groups
+            && x.sum.len() == groups,
+        "q5_q8: row slices disagree on the group count {groups}"
+    );
+    let mask = u8x16_splat(0x0F);
+    // SAFETY: g < G: codes[16g..16g+16] and the two bit words of `q5_bit_words`, inside the
+    // 20·G bytes.
+    half_scaled(subs, x, |g, xe, xo| unsafe {
+        let cp = codes.as_ptr();
         let v = v128_load(cp.add(16 * g) as *const v128);
-        let xe = v128_load(xp.add(base.0) as *const v128);
-        let xo = v128_load(xp.add(base.1) as *const v128);
-        f32x4_convert_i32x4(group_dot(v128_and(v, mask), u8x16_shr(v, 4), xe, xo))
+        let (eb, ob) = q5_bit_words(groups, g);
+        let lo = v128_or(v128_and(v, mask), fifth_bits(cp.add(eb)));
+        let hi = v128_or(u8x16_shr(v, 4), fifth_bits(cp.add(ob)));
+        group_dot(lo, hi, xe, xo)
+    })
+}
+
+/// The byte offsets, in a `q5` row's code bytes, of group `g`'s two 16-bit fifth-bit words:
+/// its even weights' bits, then its odd weights' (the layout in [`crate::quant`]: per pair of
+/// groups a word of even bits `[A | B]` and one of odd bits; a last unpaired group one word
+/// `[even | odd]`).
+#[inline]
+fn q5_bit_words(groups: usize, g: usize) -> (usize, usize) {
+    let plane = 16 * groups;
+    if g + 1 == groups && groups % 2 == 1 {
+        (plane + 4 * g, plane + 4 * g + 2)
+    } else {
+        let even = plane + 8 * (g / 2) + 2 * (g % 2);
+        (even, even + 4)
+    }
+}
+
+/// The 16-bit word at `at` as 16 bytes: byte `b` is 0x10 where bit `b` is set, 0 where not
+/// (the fifth bit of the code whose nibble is in byte `b`).
+///
+/// # Safety
+/// `at` readable for 2 bytes.
+#[inline]
+unsafe fn fifth_bits(at: *const u8) -> v128 {
+    // SAFETY: the caller's length; no alignment is required.
+    let bits = unsafe { std::ptr::read_unaligned(at as *const u16) };
+    // Byte b takes byte b / 8 of the word, then tests its bit b % 8.
+    let spread = u8x16_swizzle(
+        u16x8_splat(bits),
+        u8x16(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+    );
+    let bit = u8x16(1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128);
+    v128_and(u8x16_eq(v128_and(spread, bit), bit), u8x16_splat(0x10))
+}
+
+/// Group g's even and odd activations (16 bytes each) in the paired order of
+/// `crate::cpu::q8`: offsets into `qs`.
+#[inline]
+fn group_acts(groups: usize, g: usize) -> (usize, usize) {
+    if g + 1 == groups && groups % 2 == 1 {
+        (32 * g, 32 * g + 16)
+    } else {
+        let b = 64 * (g / 2) + 16 * (g % 2);
+        (b, b + 32)
+    }
+}
+
+/// `(Σ_g s_g·dx_g·dot(g), Σ_g m_g·Σx_g)` for a row with an f16 `(s, m)` per group (`subs`,
+/// 4·G bytes) and `dot(g, xe, xo)` group g's integer products (four i32 lanes) against its even
+/// and odd activations: four groups' halves converted together ([`f16x4`], the scalar form's
+/// bits), each group's `s·dx` broadcast from its lane; the last `G % 4` groups with the scalar
+/// conversion. The caller checked the lengths (`subs` 4·G, `x.qs` 32·G, `x.d` and `x.sum` G).
+#[inline(always)]
+fn half_scaled(subs: &[u8], x: Q8Row<'_>, dot: impl Fn(usize, v128, v128) -> v128) -> (f32, f32) {
+    let groups = x.d.len();
+    let xp = x.qs.as_ptr();
+    // SAFETY: g < G: the activations of a paired group lie in qs[64(g/2)..64(g/2)+64], those
+    // of an unpaired last group in qs[32g..32g+32].
+    let group = |g: usize| unsafe {
+        let (e, o) = group_acts(groups, g);
+        let xe = v128_load(xp.add(e) as *const v128);
+        let xo = v128_load(xp.add(o) as *const v128);
+        f32x4_convert_i32x4(dot(g, xe, xo))
     };
     let (mut acc, mut acc_m) = (f32x4_splat(0.0), f32x4_splat(0.0));
     let mut g = 0;
@@ -240,9 +333,9 @@ pub fn codes_dot(codes: &[u8], x: Q8Row<'_>, scales: &[f32]) -> f32 {
     hsum(acc)
 }
 
-/// One group's integer products in four i32 lanes: the low nibbles `lo` (0..15) against the
-/// activations `xe`, the high nibbles `hi` against `xo`. Widened to i16 and multiplied
-/// pairwise by `i32x4.dot_i16x8_s`.
+/// One group's integer products in four i32 lanes: the even weights' codes `lo` against the
+/// activations `xe`, the odd weights' `hi` against `xo` (codes 0..15, or 0..31 for `q5`).
+/// Widened to i16 and multiplied pairwise by `i32x4.dot_i16x8_s`.
 #[cfg(not(target_feature = "relaxed-simd"))]
 #[inline]
 fn group_dot(lo: v128, hi: v128, xe: v128, xo: v128) -> v128 {
@@ -260,8 +353,8 @@ fn group_dot(lo: v128, hi: v128, xe: v128, xo: v128) -> v128 {
 
 /// [`group_dot`] with relaxed SIMD (the page's threaded build): each half is one
 /// `i32x4.relaxed_dot_i8x16_i7x16_add_s`, activations as the signed operand and the codes
-/// (0..15, so the same read signed or unsigned: the instruction's result is deterministic)
-/// as the 7-bit one; pair sums are at most 2·127·15, so no 16-bit saturation. V8 lowers it
+/// (0..15, or `q5`'s 0..31: the same read signed or unsigned, so the instruction's result is
+/// deterministic) as the 7-bit one; pair sums are at most 2·127·31, so no 16-bit saturation. V8 lowers it
 /// to `pmaddubsw` + `pmaddwd` on x86 and `sdot` on ARM where present.
 #[cfg(target_feature = "relaxed-simd")]
 #[inline]
