@@ -54,10 +54,10 @@ pub unsafe fn rows(
         }
         // Without VNNI the 4-bit, `q5` and `q6_k` rows the same way, eight to a 256-bit
         // register (4-bit rows from more activation rows: their tiles repack nothing; `q5`
-        // rows from the narrow `q8_0` rows' count, which they were before).
+        // rows, which have no tiles, from the VNNI GEMM's count, measured for both).
         let from = match w.layout {
             BlockLayout::Q6 => avx2_il::IL_MIN_ROWS,
-            BlockLayout::Q5 => avx2_il::IL_MIN_ROWS_Q8,
+            BlockLayout::Q5 => avx2_il::IL_MIN_ROWS_Q5,
             _ => avx2_il::IL_MIN_ROWS_AVX2,
         };
         if !vnni && xs.len() >= from && w.layout != BlockLayout::Q8 {

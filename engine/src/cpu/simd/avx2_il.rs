@@ -90,11 +90,14 @@ pub(super) const IL_MIN_ROWS_AVX2: usize = 24;
 /// 1.74 / 1.93.
 pub(super) const IL_MIN_ROWS_Q8: usize = 16;
 
-/// Activation rows from which [`super::avx2::rows`] takes [`gemm`] (AVX-512 VNNI) for `q5`
-/// rows, which have no tiles: below it the row form runs per activation row. The time of
-/// `q8_0` rows of the same Q5_0 values (their tiles, VNNI) over `q5`'s, `[5632, 2048]`, two
-/// threads, best of 15 (`examples/gemm_bench`): the row form 1.0 at 4 rows, 0.72 at 8; this
-/// GEMM 0.78 at 2, 0.73 at 4, 1.02 at 8, 1.19 at 11, 1.1 at 16, 3.0 at 256.
+/// Activation rows from which [`super::avx2::rows`] takes [`gemm`] (AVX-512 VNNI), or
+/// [`gemm_avx2`] without VNNI, for `q5` rows, which have no tiles: below it the row form runs
+/// per activation row. The time of `q8_0` rows of the same Q5_0 values (their tiles, VNNI)
+/// over `q5`'s, `[5632, 2048]`, two threads, best of 15 (`examples/gemm_bench`): the row form
+/// 1.0 at 4 rows, 0.72 at 8; this GEMM 0.78 at 2, 0.73 at 4, 1.02 at 8, 1.19 at 11, 1.1 at 16,
+/// 3.0 at 256. Without VNNI (stop 65, the same bench with VNNI switched off, a host with 60 %
+/// steal time): the row form's time over [`gemm_avx2`]'s 0.26 at 2 rows, 0.61 at 4, 1.06–1.10
+/// at 8, 1.39–1.52 at 12, 1.66 at 16, 1.78 at 24 (it had taken them from 16).
 pub(super) const IL_MIN_ROWS_Q5: usize = 8;
 
 /// Bytes of activation codes one repacked block passes over (kept in L2: 256 rows of
