@@ -1,6 +1,7 @@
 //! Tests of [`super`] (`bundle.rs`).
 
 use super::*;
+use crate::quant::BlockLayout;
 
 fn manifest_with(tensor: TensorEntry, shard_bytes: u64) -> Manifest {
     let mut m = Manifest::empty();

@@ -13,6 +13,7 @@
 //! allocation, and errors name the file and the field.
 
 pub mod bundle;
+mod dtype;
 pub mod e5s1;
 pub mod encoder;
 pub mod ggml_blocks;
