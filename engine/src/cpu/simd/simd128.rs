@@ -156,43 +156,41 @@ fn tile_row<const Q5: bool>(
 /// bits), each group's `s·dx` broadcast from its lane beside its integer products; the last
 /// `G % 4` groups with the scalar conversion.
 pub fn lq4h_q8(codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> (f32, f32) {
-    let groups = x.d.len();
-    assert!(
-        codes.len() == 16 * groups
-            && subs.len() == 4 * groups
-            && x.qs.len() == 32 * groups
-            && x.sum.len() == groups,
-        "lq4h_q8: row slices disagree on the group count {groups}"
-    );
-    let mask = u8x16_splat(0x0F);
-    // SAFETY: g < G: codes[16g..16g+16] (the activations as `group_acts` says).
-    half_scaled(subs, x, |g, xe, xo| unsafe {
-        let v = v128_load(codes.as_ptr().add(16 * g) as *const v128);
-        group_dot(v128_and(v, mask), u8x16_shr(v, 4), xe, xo)
-    })
+    half_row::<false>(codes, subs, x)
 }
 
 /// A `q5` row (20·G code bytes, an f16 `(s, m)` per group; GGUF's Q5_0 / Q5_1 blocks) times a
 /// [`Q8Row`] in one pass, as [`super::q5_q8`]: [`lq4h_q8`] with each group's fifth bits or-ed
 /// into its nibbles.
 pub fn q5_q8(codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> (f32, f32) {
+    half_row::<true>(codes, subs, x)
+}
+
+/// [`lq4h_q8`] (`Q5` false: 16·G code bytes) and [`q5_q8`] (`Q5` true: 20·G, the fifth bits
+/// of [`q5_bit_words`] or-ed into the nibbles).
+#[inline(always)]
+fn half_row<const Q5: bool>(codes: &[u8], subs: &[u8], x: Q8Row<'_>) -> (f32, f32) {
     let groups = x.d.len();
     assert!(
-        codes.len() == 20 * groups
+        codes.len() == if Q5 { 20 } else { 16 } * groups
             && subs.len() == 4 * groups
             && x.qs.len() == 32 * groups
             && x.sum.len() == groups,
-        "q5_q8: row slices disagree on the group count {groups}"
+        "{}: row slices disagree on the group count {groups}",
+        if Q5 { "q5_q8" } else { "lq4h_q8" }
     );
     let mask = u8x16_splat(0x0F);
-    // SAFETY: g < G: codes[16g..16g+16] and the two bit words of `q5_bit_words`, inside the
-    // 20·G bytes.
+    // SAFETY: g < G: codes[16g..16g+16] and, for `q5`, the two bit words of `q5_bit_words`,
+    // inside the 20·G bytes (the activations as `group_acts` says).
     half_scaled(subs, x, |g, xe, xo| unsafe {
         let cp = codes.as_ptr();
         let v = v128_load(cp.add(16 * g) as *const v128);
-        let (eb, ob) = q5_bit_words(groups, g);
-        let lo = v128_or(v128_and(v, mask), fifth_bits(cp.add(eb)));
-        let hi = v128_or(u8x16_shr(v, 4), fifth_bits(cp.add(ob)));
+        let (mut lo, mut hi) = (v128_and(v, mask), u8x16_shr(v, 4));
+        if Q5 {
+            let (eb, ob) = q5_bit_words(groups, g);
+            lo = v128_or(lo, fifth_bits(cp.add(eb)));
+            hi = v128_or(hi, fifth_bits(cp.add(ob)));
+        }
         group_dot(lo, hi, xe, xo)
     })
 }
