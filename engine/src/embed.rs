@@ -195,6 +195,30 @@ impl<B: Backend> Embedder<B> {
         self.embed_texts(b, &refs).await
     }
 
+    /// [`Embedder::embed_query`] of `query`, and each of `words` as a passage (as the story
+    /// index's lexicon holds them), in one forward pass: the same vectors as one by one (packed
+    /// texts do not attend to each other). The words come back with their vectors, what
+    /// [`crate::retrieval::StoryIndex::search_expanded`] reads.
+    pub async fn embed_query_words(
+        &self,
+        b: &B,
+        query: &str,
+        words: &[String],
+    ) -> Result<(Vec<f32>, Vec<(String, Vec<f32>)>)> {
+        let mut texts = vec![format!("{}{query}", self.spec.query_prefix)];
+        texts.extend(
+            words
+                .iter()
+                .map(|w| format!("{}{w}", self.spec.passage_prefix)),
+        );
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut vecs = self.embed_texts(b, &refs).await?.into_iter();
+        let q = vecs
+            .next()
+            .ok_or_else(|| crate::error::shape_err("embed", "no vector"))?;
+        Ok((q, words.iter().cloned().zip(vecs).collect()))
+    }
+
     /// Embeds a query (with the query prefix).
     pub async fn embed_query(&self, b: &B, text: &str) -> Result<Vec<f32>> {
         self.embed_text(b, &format!("{}{text}", self.spec.query_prefix))

@@ -13,8 +13,9 @@ use lorekeeper_engine::format::bundle::{
 };
 use lorekeeper_engine::format::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::retrieval::{
-    chunk_corpus, parse_aliases, recall_at_k, AliasEntry, Chunk, ChunkConfig, DenseIndex,
-    FusionConfig, IndexConfig, IngestOptions, RecallReport, StoryIndex,
+    chunk_corpus, parse_aliases, recall_at_k, story_words, AliasEntry, Chunk, ChunkConfig,
+    DenseIndex, ExpansionConfig, FusionConfig, FusionMethod, IndexConfig, IngestOptions, Lexicon,
+    RecallReport, StoryIndex,
 };
 use lorekeeper_engine::Backend;
 use serde::Serialize;
@@ -87,6 +88,8 @@ pub struct IndexSummary {
     pub hnsw_vs_int8_recall_at_10: Option<f64>,
     /// Bytes of the index blob.
     pub blob_bytes: u64,
+    /// Words in the query-expansion lexicon (0: none).
+    pub lexicon_words: usize,
     /// Bytes of the stored embedder.
     pub embedder_bytes: u64,
     /// Wall time.
@@ -165,21 +168,38 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
         tokens,
     } = embedded;
 
-    // 3. The index (and a recall probe of its HNSW graph).
+    // 3. The story's words embedded for query expansion: stories mostly in Latin letters, with
+    //    an embedder (module docs of `retrieval::expand`).
+    let mut fusion = FusionConfig::for_story(chunks.iter().map(|c| c.text.as_str()));
+    let lexicon = match &embedder {
+        Some(e) if fusion.method == FusionMethod::Convex => {
+            let lexicon = embed_lexicon(b, e, &chunks)?;
+            if lexicon.is_some() {
+                fusion = FusionConfig::expanded();
+            }
+            lexicon
+        }
+        _ => None,
+    };
+
+    // 4. The index (and a recall probe of its HNSW graph).
     let config = IndexConfig {
         chunk: o.chunk.clone(),
-        fusion: FusionConfig::for_story(chunks.iter().map(|c| c.text.as_str())),
+        fusion,
         ..Default::default()
     };
     let n_chunks = chunks.len();
-    let story = StoryIndex::build(chunks, vectors.clone(), &aliases, config).map_err(engine_err)?;
+    let mut story =
+        StoryIndex::build(chunks, vectors.clone(), &aliases, config).map_err(engine_err)?;
+    let lexicon_words = lexicon.as_ref().map_or(0, Lexicon::len);
+    story.set_lexicon(lexicon).map_err(engine_err)?;
     let recall = match (&vectors, story.dense()) {
         (Some(v), Some(d)) if v.len() >= 2 => Some(recall_probe(d, v)?),
         _ => None,
     };
     let blob = story.to_bytes().map_err(engine_err)?;
 
-    // 4. Write the index part: blob, embedder tokenizer and weights.
+    // 5. Write the index part: blob, embedder tokenizer and weights.
     let embedder_bytes = write_part(
         o,
         embedder.as_ref().map(|e| &e.spec),
@@ -213,6 +233,7 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
         int8_recall_at_10: recall.as_ref().map(|r| r.exact_int8),
         hnsw_vs_int8_recall_at_10: recall.as_ref().map(|r| r.hnsw_vs_exact_int8),
         blob_bytes: blob.len() as u64,
+        lexicon_words,
         embedder_bytes,
         seconds: t0.elapsed().as_secs_f64(),
     })
@@ -334,7 +355,26 @@ fn embed_chunks<B: Backend>(
     })
 }
 
-/// Step 3's probe: HNSW recall@10 on 200 queries, each the sum of two random chunk vectors.
+/// Step 3: the story's words ([`story_words`]) embedded, 256 per call, as a [`Lexicon`]
+/// (`None` when the story has no expandable word).
+fn embed_lexicon<B: Backend>(b: &B, e: &Embedder<B>, chunks: &[Chunk]) -> Result<Option<Lexicon>> {
+    let (terms, words): (Vec<String>, Vec<String>) =
+        story_words(chunks.iter().map(|c| c.text.as_str()))
+            .into_iter()
+            .unzip();
+    if terms.is_empty() {
+        return Ok(None);
+    }
+    let mut vectors = Vec::with_capacity(words.len());
+    for group in words.chunks(256) {
+        let refs: Vec<&str> = group.iter().map(String::as_str).collect();
+        vectors.extend(pollster::block_on(e.embed_passages(b, &refs))?);
+    }
+    let lexicon = Lexicon::new(terms, &vectors, ExpansionConfig::default()).map_err(engine_err)?;
+    Ok(Some(lexicon))
+}
+
+/// Step 4's probe: HNSW recall@10 on 200 queries, each the sum of two random chunk vectors.
 fn recall_probe(d: &DenseIndex, v: &[Vec<f32>]) -> Result<RecallReport> {
     let mut rng = lorekeeper_engine::rng::Pcg32::new(7);
     let probes: Vec<Vec<f32>> = (0..200)

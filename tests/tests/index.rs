@@ -94,6 +94,28 @@ fn index_search_and_parts_in_either_order() {
     }
     assert_eq!(ix.story.chunks()[0].chapter, "CHAPTER I. The Lighthouse");
 
+    // Query expansion (`retrieval::expand`): the story's words were embedded with the index,
+    // so a question word the story never uses reaches BM25 through its nearest story words.
+    assert!(s.lexicon_words > 40, "{s:?}");
+    let q = "the mariners";
+    let words = ix.story.expansion_words(q);
+    assert_eq!(words, ["mariners"]);
+    let (v, wv) = pollster::block_on(e.embed_query_words(&CpuBackend, q, &words)).expect("embed");
+    assert_eq!(
+        v,
+        pollster::block_on(e.embed_query(&CpuBackend, q)).expect("q")
+    );
+    let plain = ix.story.search(q, None, 3, Sources::SPARSE).expect("bm25");
+    assert!(plain.is_empty(), "{plain:#?}");
+    let expanded = ix
+        .story
+        .search_expanded(q, None, &wv, 3, Sources::SPARSE)
+        .expect("expanded");
+    assert!(
+        expanded.first().is_some_and(|h| h.text.contains("sailors")),
+        "{expanded:#?}"
+    );
+
     // Rebuilding the index replaces only the index part; the model still loads.
     let model_manifest = ModelBundle::open_dir(&out).expect("m").model().clone();
     build_index(&CpuBackend, &IndexOptions::new(vec![story], None, &out)).expect("sparse index");

@@ -359,22 +359,31 @@ async fn run_bench<B: Backend>(
     let mut top_ids = Vec::with_capacity(queries.len());
     for q in queries {
         let t0 = web::now_ms();
-        let qv = match &sess.embedder {
-            Some(e) => Some(e.embed_query(b, q).await?),
-            None => None,
+        // The query and its words for expansion, as an answer's search embeds them.
+        let (qv, words) = match &sess.embedder {
+            Some(e) => {
+                let words = sess.index.story.expansion_words(q);
+                let (qv, words) = e.embed_query_words(b, q, &words).await?;
+                (Some(qv), words)
+            }
+            None => (None, Vec::new()),
         };
         if qv.is_some() {
             embed_gpu_ms.push(web::now_ms() - t0);
         }
         if let Some(e) = &cpu_embedder {
             let t0 = web::now_ms();
-            e.embed_query(&cpu, q).await?;
+            let words = sess.index.story.expansion_words(q);
+            e.embed_query_words(&cpu, q, &words).await?;
             embed_cpu_ms.push(web::now_ms() - t0);
         }
         let mut ids = vec![];
         for _ in 0..repeat {
             let t0 = web::now_ms();
-            let hits = sess.index.story.search(q, qv.as_deref(), k, Sources::ALL)?;
+            let hits =
+                sess.index
+                    .story
+                    .search_expanded(q, qv.as_deref(), &words, k, Sources::ALL)?;
             search_ms.push(web::now_ms() - t0);
             ids = hits.into_iter().take(k).map(|h| h.id).collect();
         }

@@ -228,11 +228,17 @@ impl<B: Backend> Retriever<'_, B> {
         query: &str,
         k: usize,
     ) -> Result<(Vec<Hit>, Option<Vec<f32>>)> {
-        let qv = match self.embedder {
-            Some(e) => Some(e.embed_query(b, query).await?),
-            None => None,
+        let (qv, words) = match self.embedder {
+            Some(e) => {
+                let words = self.index.expansion_words(query);
+                let (qv, words) = e.embed_query_words(b, query, &words).await?;
+                (Some(qv), words)
+            }
+            None => (None, Vec::new()),
         };
-        let hits = self.index.search(query, qv.as_deref(), k, Sources::ALL)?;
+        let hits = self
+            .index
+            .search_expanded(query, qv.as_deref(), &words, k, Sources::ALL)?;
         Ok((hits, qv))
     }
 

@@ -223,6 +223,15 @@ pub fn terms(text: &str) -> Vec<String> {
     tokenize(text).into_iter().filter_map(term).collect()
 }
 
+/// The BM25 query of `query`: its [`terms`], each weighted by its count.
+pub fn query_terms(query: &str) -> BTreeMap<String, f32> {
+    let mut qtf: BTreeMap<String, f32> = BTreeMap::new();
+    for t in terms(query) {
+        *qtf.entry(t).or_default() += 1.0;
+    }
+    qtf
+}
+
 /// The BM25 term of one [`tokenize`] word: `None` for a stopword, else its stem (CJK and digits
 /// unchanged).
 pub fn term(word: String) -> Option<String> {
@@ -339,19 +348,21 @@ impl Bm25Index {
     /// The `k` best documents for `query` with their scores, best first; ties go to the lower
     /// document index. Documents sharing no term with the query are not returned.
     pub fn search(&self, query: &str, k: usize) -> Vec<(u32, f32)> {
-        let mut qtf: BTreeMap<String, u32> = BTreeMap::new();
-        for t in terms(query) {
-            *qtf.entry(t).or_default() += 1;
-        }
+        self.search_terms(&query_terms(query), k)
+    }
+
+    /// [`Bm25Index::search`] for weighted terms (already tokenized): a term of weight `w`
+    /// counts as `w` occurrences in the query.
+    pub fn search_terms(&self, qtf: &BTreeMap<String, f32>, k: usize) -> Vec<(u32, f32)> {
         let Bm25Params { k1, b } = self.params;
         let avg = self.avg_len.max(f32::MIN_POSITIVE);
         let mut scores: Vec<f32> = vec![0.0; self.len()];
         let mut touched: Vec<u32> = Vec::new();
-        for (term, q) in &qtf {
+        for (term, q) in qtf {
             let Some(postings) = self.postings(term) else {
                 continue;
             };
-            let idf = self.idf(postings.len()) * *q as f32;
+            let idf = self.idf(postings.len()) * *q;
             for p in postings {
                 let tf = p.tf as f32;
                 let len = self.doc_lens[p.doc as usize] as f32;

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::corpus::decode_text;
 use super::corpus::DEFAULT_MAX_LINE_BYTES;
 use super::error::{Result, RetrievalError};
-use super::{Sources, StoryIndex};
+use super::{Sources, StoryIndex, WordVectors};
 
 /// The deepest position the metrics look at.
 pub const EVAL_DEPTH: usize = 10;
@@ -192,6 +192,7 @@ pub fn evaluate(
     index: &StoryIndex,
     questions: &[Question],
     query_vecs: Option<&[Vec<f32>]>,
+    query_words: &[WordVectors],
     sources: Sources,
 ) -> Result<EvalReport> {
     if let Some(v) = query_vecs {
@@ -203,13 +204,21 @@ pub fn evaluate(
             )));
         }
     }
+    if !query_words.is_empty() && query_words.len() != questions.len() {
+        return Err(RetrievalError::Vectors(format!(
+            "word vectors for {} questions, {} questions",
+            query_words.len(),
+            questions.len()
+        )));
+    }
     let mut per_question = Vec::with_capacity(questions.len());
     for (i, q) in questions.iter().enumerate() {
         if q.gold.is_empty() {
             continue;
         }
         let vec = query_vecs.map(|v| v[i].as_slice());
-        let hits = index.search(&q.question, vec, EVAL_DEPTH, sources)?;
+        let words = query_words.get(i).map_or(&[][..], Vec::as_slice);
+        let hits = index.search_expanded(&q.question, vec, words, EVAL_DEPTH, sources)?;
         let ids: Vec<u32> = hits.iter().map(|h| h.id).collect();
         let first_relevant = ids
             .iter()
@@ -300,7 +309,7 @@ mod tests {
 "#,
         )
         .unwrap();
-        let report = evaluate(&index, &questions, None, Sources::SPARSE).unwrap();
+        let report = evaluate(&index, &questions, None, &[], Sources::SPARSE).unwrap();
         let firsts: Vec<Option<usize>> = report
             .per_question
             .iter()
@@ -309,7 +318,7 @@ mod tests {
         assert_eq!(firsts, [Some(0), Some(0), None]);
         assert!((report.metrics.recall_at_1 - 2.0 / 3.0).abs() < 1e-12);
         assert!((report.metrics.mrr - 2.0 / 3.0).abs() < 1e-12);
-        assert!(evaluate(&index, &questions, Some(&[]), Sources::ALL).is_err());
+        assert!(evaluate(&index, &questions, Some(&[]), &[], Sources::ALL).is_err());
     }
 
     #[test]

@@ -103,6 +103,18 @@ impl FusionConfig {
         }
     }
 
+    /// Convex fusion for an index with query expansion ([`super::expand`]): dense 0.4, BM25
+    /// 0.6. With BM25 reading the story's words near the question's, its ranking is worth
+    /// more: fitted on *Alice* and *The Tempest* beside the expansion settings (dense weights
+    /// 0.35–0.6), 0.4 had the best mean recall@10 + MRR; without expansion 0.5 stays best.
+    pub fn expanded() -> Self {
+        FusionConfig {
+            dense: 0.4,
+            sparse: 0.6,
+            ..FusionConfig::default()
+        }
+    }
+
     /// The fusion a new index gets for a story whose chunks are `texts`: convex score fusion
     /// ([`FusionConfig::default`]), except where most letters are CJK, which keep
     /// [`FusionConfig::rrf`]. On 红楼梦 (multilingual-e5-small, the reader's e5 cosine floor of

@@ -24,7 +24,7 @@
 //! | 8..12 | format version, u32 little-endian ([`FORMAT_VERSION`]) |
 //! | 12..20 | payload length, u64 little-endian |
 //! | 20..28 | FNV-1a 64 checksum of the payload, u64 little-endian |
-//! | 28.. | postcard: chunks, BM25 index, entity graph, dense index, configuration |
+//! | 28.. | postcard: chunks, BM25 index, entity graph, dense index, configuration, lexicon |
 //!
 //! [`StoryIndex::from_bytes`] checks each header field, the checksum, that postcard consumes the
 //! payload exactly, and the structure of every part (postings, links and HNSW values point at
@@ -37,6 +37,7 @@ pub mod corpus;
 pub mod dense;
 pub mod error;
 pub mod eval;
+pub mod expand;
 pub mod fusion;
 pub mod graph;
 pub mod script;
@@ -51,14 +52,19 @@ pub use corpus::{ingest, CorpusFormat, IngestOptions, Segment};
 pub use dense::{recall_at_k, DenseConfig, DenseIndex, RecallReport};
 pub use error::{Result, RetrievalError};
 pub use eval::{evaluate, parse_questions, EvalReport, Metrics, Question};
+pub use expand::{query_words, story_words, ExpansionConfig, Lexicon, WordVectors};
 pub use fusion::{Fused, FusionConfig, FusionMethod, SourceRank};
 pub use graph::{parse_aliases, AliasEntry, Entity, EntityGraph, EntitySource, GraphConfig};
 
 /// The blob's magic bytes.
 pub const MAGIC: [u8; 8] = *b"LKSTORY\0";
-/// The blob format this build writes; it also reads [`FORMAT_VERSION_RRF`].
-pub const FORMAT_VERSION: u32 = 4;
-/// The blob format before [`FusionMethod`] (version 3): the same payload without the fusion
+/// The blob format this build writes; it also reads [`FORMAT_VERSION_NO_LEXICON`] and
+/// [`FORMAT_VERSION_RRF`].
+pub const FORMAT_VERSION: u32 = 5;
+/// The blob format before the [`Lexicon`] (version 4): the same payload without the lexicon,
+/// its last field, so it reads as an index without query expansion.
+pub const FORMAT_VERSION_NO_LEXICON: u32 = 4;
+/// The blob format before [`FusionMethod`] (version 3): version 4's payload without the fusion
 /// method, its last field, so it reads as [`FusionMethod::Rrf`], the only fusion of its time.
 pub const FORMAT_VERSION_RRF: u32 = 3;
 const HEADER_LEN: usize = 28;
@@ -174,6 +180,8 @@ pub struct StoryIndex {
     graph: EntityGraph,
     dense: Option<DenseIndex>,
     config: IndexConfig,
+    /// The story's words with their embeddings, for query expansion ([`expand`]).
+    lexicon: Option<Lexicon>,
     /// Per chunk: the previous and next chunk of its chapter.
     adjacency: Vec<[Option<u32>; 2]>,
 }
@@ -186,6 +194,7 @@ struct IndexRef<'a> {
     graph: &'a EntityGraph,
     dense: Option<&'a DenseIndex>,
     config: &'a IndexConfig,
+    lexicon: Option<&'a Lexicon>,
 }
 
 /// The serialized fields, owned for reading (same order as [`IndexRef`]).
@@ -196,6 +205,7 @@ struct IndexOwned {
     graph: EntityGraph,
     dense: Option<DenseIndex>,
     config: IndexConfig,
+    lexicon: Option<Lexicon>,
 }
 
 impl StoryIndex {
@@ -228,6 +238,7 @@ impl StoryIndex {
             graph,
             dense,
             config,
+            lexicon: None,
             adjacency,
         })
     }
@@ -269,6 +280,36 @@ impl StoryIndex {
         self.dense.as_ref()
     }
 
+    /// The lexicon query expansion reads, if the index has one.
+    pub fn lexicon(&self) -> Option<&Lexicon> {
+        self.lexicon.as_ref()
+    }
+
+    /// Sets (or, with `None`, removes) the lexicon. Its vectors must be as wide as the dense
+    /// index's: query words are embedded by the same encoder as the query.
+    pub fn set_lexicon(&mut self, lexicon: Option<Lexicon>) -> Result<()> {
+        if let (Some(l), Some(d)) = (&lexicon, &self.dense) {
+            if l.dim() != d.dim() {
+                return Err(RetrievalError::Vectors(format!(
+                    "lexicon vectors of width {}, the dense index's are {}",
+                    l.dim(),
+                    d.dim()
+                )));
+            }
+        }
+        self.lexicon = lexicon;
+        Ok(())
+    }
+
+    /// The words of `query` to embed for [`StoryIndex::search_expanded`]: none when the index
+    /// has no lexicon or expansion is off.
+    pub fn expansion_words(&self, query: &str) -> Vec<String> {
+        match &self.lexicon {
+            Some(l) if l.config.weight > 0.0 && !l.is_empty() => query_words(query),
+            _ => Vec::new(),
+        }
+    }
+
     /// The chunk `offset` positions from chunk `id` in the same chapter (−1 previous, 1 next).
     pub fn neighbor(&self, id: u32, offset: isize) -> Option<u32> {
         let mut id = id;
@@ -287,6 +328,20 @@ impl StoryIndex {
         &self,
         query_text: &str,
         query_vec: Option<&[f32]>,
+        k: usize,
+        sources: Sources,
+    ) -> Result<Vec<Hit>> {
+        self.search_expanded(query_text, query_vec, &[], k, sources)
+    }
+
+    /// [`StoryIndex::search`] with BM25's query expanded ([`expand`]) from `words`: the
+    /// [`StoryIndex::expansion_words`] of `query_text` with their embeddings (none: no
+    /// expansion).
+    pub fn search_expanded(
+        &self,
+        query_text: &str,
+        query_vec: Option<&[f32]>,
+        words: &[(String, Vec<f32>)],
         k: usize,
         sources: Sources,
     ) -> Result<Vec<Hit>> {
@@ -317,7 +372,11 @@ impl StoryIndex {
             _ => Vec::new(),
         };
         let sparse = if sources.sparse {
-            self.bm25.search(query_text, depth)
+            let mut terms = bm25::query_terms(query_text);
+            if let (Some(l), false) = (&self.lexicon, words.is_empty()) {
+                l.expand(&mut terms, words)?;
+            }
+            self.bm25.search_terms(&terms, depth)
         } else {
             Vec::new()
         };
@@ -357,6 +416,7 @@ impl StoryIndex {
             graph: &self.graph,
             dense: self.dense.as_ref(),
             config: &self.config,
+            lexicon: self.lexicon.as_ref(),
         })
         .map_err(|e| RetrievalError::Blob(format!("cannot serialize: {e}")))?;
         Ok(frame(&payload))
@@ -386,9 +446,9 @@ impl StoryIndex {
         let mut v = [0u8; 4];
         v.copy_from_slice(&bytes[8..12]);
         let version = u32::from_le_bytes(v);
-        if version != FORMAT_VERSION && version != FORMAT_VERSION_RRF {
+        if !(FORMAT_VERSION_RRF..=FORMAT_VERSION).contains(&version) {
             return Err(blob(format!(
-                "format version {version}, this build reads versions {FORMAT_VERSION_RRF} and \
+                "format version {version}, this build reads versions {FORMAT_VERSION_RRF} to \
                  {FORMAT_VERSION}"
             )));
         }
@@ -403,14 +463,20 @@ impl StoryIndex {
         if fnv1a64(payload) != checksum {
             return Err(blob("checksum mismatch: the payload is corrupt".into()));
         }
-        // Version 3 lacks the fusion method at the very end: append postcard's encoding of
-        // `FusionMethod::Rrf` (variant 0, one byte).
+        // Older versions lack the last fields: append postcard's encodings of what they mean,
+        // `None` for the lexicon (version 4) and `FusionMethod::Rrf` before it (version 3),
+        // one zero byte each.
+        let missing: &[u8] = match version {
+            FORMAT_VERSION_RRF => &[0, 0],
+            FORMAT_VERSION_NO_LEXICON => &[0],
+            _ => &[],
+        };
         let upgraded;
-        let payload = if version == FORMAT_VERSION_RRF {
-            upgraded = [payload, &[0u8]].concat();
-            upgraded.as_slice()
-        } else {
+        let payload = if missing.is_empty() {
             payload
+        } else {
+            upgraded = [payload, missing].concat();
+            upgraded.as_slice()
         };
         let (data, rest): (IndexOwned, &[u8]) = postcard::take_from_bytes(payload)
             .map_err(|e| blob(format!("the payload does not decode: {e}")))?;
@@ -429,6 +495,16 @@ impl StoryIndex {
         if let Some(d) = &data.dense {
             d.validate(n).map_err(blob)?;
         }
+        if let Some(l) = &data.lexicon {
+            l.validate().map_err(blob)?;
+            if let Some(d) = data.dense.as_ref().filter(|d| d.dim() != l.dim()) {
+                return Err(blob(format!(
+                    "lexicon vectors of width {}, the dense index's are {}",
+                    l.dim(),
+                    d.dim()
+                )));
+            }
+        }
         let adjacency = adjacency(&data.chunks);
         Ok(StoryIndex {
             chunks: data.chunks,
@@ -436,6 +512,7 @@ impl StoryIndex {
             graph: data.graph,
             dense: data.dense,
             config: data.config,
+            lexicon: data.lexicon,
             adjacency,
         })
     }
@@ -491,306 +568,5 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::rng::Pcg32;
-
-    const STORY: &str = "CHAPTER I. The Garden\n\n\
-        Alice found a tiny golden key on the glass table. The key opened a little door.\n\n\
-        Behind the door lay the loveliest garden, and Alice longed to walk among the flowers.\n\n\
-        [name=\"Rabbit\"] Oh my ears and whiskers, how late it's getting!\n\n\
-        CHAPTER II. The Tea Party\n\n\
-        The Hatter poured tea for the Dormouse, who slept. The Hatter asked a riddle.\n\n\
-        Why is a raven like a writing-desk? Alice could not guess, and the Hatter did not know.\n\n\
-        The Dormouse woke and told a story about three sisters who lived in a treacle well.\n";
-
-    /// Bag-of-words vectors over a fixed vocabulary: a stand-in encoder for tests.
-    fn embed(text: &str) -> Vec<f32> {
-        const VOCAB: [&str; 12] = [
-            "key", "door", "garden", "rabbit", "late", "hatter", "tea", "raven", "dormouse",
-            "treacle", "alice", "riddle",
-        ];
-        let terms = bm25::tokenize(text);
-        let mut v: Vec<f32> = VOCAB
-            .iter()
-            .map(|w| terms.iter().filter(|t| t == w).count() as f32)
-            .collect();
-        v.push(0.05);
-        v
-    }
-
-    fn build(config: IndexConfig) -> StoryIndex {
-        let chunks = chunk_corpus(
-            &[("alice.txt", STORY.as_bytes())],
-            &IngestOptions::default(),
-            &config.chunk,
-        )
-        .unwrap();
-        let vectors = chunks.iter().map(|c| embed(&c.text)).collect();
-        StoryIndex::build(chunks, Some(vectors), &[], config).unwrap()
-    }
-
-    fn small_config() -> IndexConfig {
-        IndexConfig {
-            chunk: ChunkConfig {
-                max_chars: 120,
-                overlap_segments: 1,
-            },
-            // A handful of chunks: every name is in a large share of them.
-            graph: GraphConfig {
-                max_entity_share: 1.0,
-                ..GraphConfig::default()
-            },
-            ..IndexConfig::default()
-        }
-    }
-
-    /// A `k` from a message or a command line, however large, asks for no more than the
-    /// index holds (it sized the candidate lists before).
-    #[test]
-    fn search_bounds_k_by_the_index() {
-        let index = build(small_config());
-        let q = "Who poured tea for the Dormouse?";
-        for sources in [
-            Sources::ALL,
-            Sources::DENSE,
-            Sources::SPARSE,
-            Sources::GRAPH,
-        ] {
-            let hits = index
-                .search(q, Some(&embed(q)), usize::MAX, sources)
-                .expect("search");
-            assert!(hits.len() <= index.chunks().len(), "{}", hits.len());
-        }
-    }
-
-    #[test]
-    fn search_fuses_all_sources() {
-        let index = build(small_config());
-        assert!(index.chunks().len() >= 4);
-        let q = "Who poured tea for the Dormouse?";
-        let hits = index.search(q, Some(&embed(q)), 3, Sources::ALL).unwrap();
-        assert!(hits[0].text.contains("poured tea"), "{hits:#?}");
-        assert_eq!(hits[0].chapter, "CHAPTER II. The Tea Party");
-        assert!(hits[0].dense_rank.is_some() && hits[0].sparse_rank.is_some());
-        assert!(hits
-            .windows(2)
-            .all(|w| w[0].fusion_score >= w[1].fusion_score));
-        // "Hatter" is a recurring capitalized name, so the graph ranks its chunks.
-        assert!(index.graph().entities().iter().any(|e| e.name == "Hatter"));
-        let graph_only = index.search("the hatter", None, 5, Sources::GRAPH).unwrap();
-        assert!(!graph_only.is_empty());
-        let first = graph_only.iter().find(|h| !h.neighbor).unwrap();
-        assert!(first.text.contains("Hatter") && first.graph_rank == Some(0));
-        // Neighbors are marked and sit within two chunks of a top hit of their chapter.
-        for h in hits.iter().filter(|h| h.neighbor) {
-            let near = |p: &Hit| {
-                !p.neighbor && (-2..=2).any(|off| index.neighbor(p.id, off) == Some(h.id))
-            };
-            assert!(hits.iter().any(near), "{h:?}");
-        }
-        let json = serde_json::to_value(&hits[0]).unwrap();
-        for key in [
-            "id",
-            "chapter",
-            "text",
-            "fusion_score",
-            "dense_rank",
-            "sparse_rank",
-            "graph_rank",
-            "neighbor",
-        ] {
-            assert!(json.get(key).is_some(), "{key}");
-        }
-    }
-
-    #[test]
-    fn sources_can_be_switched_off() {
-        let index = build(small_config());
-        let q = "golden key";
-        let sparse = index
-            .search(q, Some(&embed(q)), 2, Sources::SPARSE)
-            .unwrap();
-        assert!(sparse
-            .iter()
-            .all(|h| h.dense_rank.is_none() && h.graph_rank.is_none()));
-        let dense = index.search(q, Some(&embed(q)), 2, Sources::DENSE).unwrap();
-        assert!(dense.iter().all(|h| h.sparse_rank.is_none()));
-        assert!(dense[0].text.contains("key"));
-        // Without a vector the dense source is skipped; a wrong-sized one is an error.
-        assert!(index.search(q, None, 2, Sources::DENSE).unwrap().is_empty());
-        assert!(index.search(q, Some(&[1.0, 2.0]), 2, Sources::ALL).is_err());
-        let no_dense = {
-            let chunks = index.chunks().to_vec();
-            StoryIndex::build(chunks, None, &[], small_config()).unwrap()
-        };
-        let err = no_dense
-            .search(q, Some(&embed(q)), 2, Sources::ALL)
-            .unwrap_err();
-        assert!(err.to_string().contains("no dense vectors"), "{err}");
-        assert!(!no_dense
-            .search(q, None, 2, Sources::ALL)
-            .unwrap()
-            .is_empty());
-    }
-
-    #[test]
-    fn neighbors_follow_chapter_order() {
-        let index = build(small_config());
-        for c in index.chunks() {
-            if let Some(next) = index.neighbor(c.id, 1) {
-                let n = index.chunk(next).unwrap();
-                assert_eq!(
-                    (n.chapter.as_str(), n.position.ordinal),
-                    (c.chapter.as_str(), c.position.ordinal + 1)
-                );
-                assert_eq!(index.neighbor(next, -1), Some(c.id));
-            }
-        }
-        let last_of_first = index
-            .chunks()
-            .iter()
-            .rfind(|c| c.chapter.starts_with("CHAPTER I."))
-            .unwrap();
-        assert_eq!(index.neighbor(last_of_first.id, 1), None);
-        assert_eq!(index.neighbor(0, 0), Some(0));
-    }
-
-    #[test]
-    fn blob_round_trip() {
-        let index = build(small_config());
-        let bytes = index.to_bytes().unwrap();
-        let back = StoryIndex::from_bytes(&bytes).unwrap();
-        assert_eq!(back.chunks(), index.chunks());
-        assert_eq!(back.config(), index.config());
-        let q = "Why is a raven like a writing-desk";
-        let a = index.search(q, Some(&embed(q)), 4, Sources::ALL).unwrap();
-        let b = back.search(q, Some(&embed(q)), 4, Sources::ALL).unwrap();
-        assert_eq!(a, b);
-        assert_eq!(back.to_bytes().unwrap(), bytes);
-    }
-
-    /// A version-3 blob (the payload without the fusion method, its last byte here) reads
-    /// with RRF and searches as the index it was written from did with RRF.
-    #[test]
-    fn version_3_blobs_read_as_rrf() {
-        let mut config = small_config();
-        config.fusion.method = FusionMethod::Convex;
-        let index = build(config);
-        let v4 = index.to_bytes().unwrap();
-        assert_eq!(
-            *v4.last().unwrap(),
-            1,
-            "Convex is postcard's variant 1, the last byte"
-        );
-        let payload = &v4[HEADER_LEN..v4.len() - 1];
-        let mut v3 = frame(payload);
-        v3[8..12].copy_from_slice(&FORMAT_VERSION_RRF.to_le_bytes());
-        let back = StoryIndex::from_bytes(&v3).unwrap();
-        assert_eq!(back.config().fusion.method, FusionMethod::Rrf);
-        assert_eq!(back.chunks(), index.chunks());
-        let mut rrf = index.config().clone();
-        rrf.fusion.method = FusionMethod::Rrf;
-        let mut index = index;
-        index.set_search_config(rrf.fusion.clone(), rrf.graph.clone());
-        let q = "Why is a raven like a writing-desk";
-        let a = index.search(q, Some(&embed(q)), 4, Sources::ALL).unwrap();
-        let b = back.search(q, Some(&embed(q)), 4, Sources::ALL).unwrap();
-        assert_eq!(a, b);
-        // Written again, it is a version-4 blob.
-        let again = back.to_bytes().unwrap();
-        assert_eq!(again[8..12], FORMAT_VERSION.to_le_bytes());
-    }
-
-    #[test]
-    fn corrupt_blobs_are_errors_not_panics() {
-        let index = build(small_config());
-        let bytes = index.to_bytes().unwrap();
-        // Every truncation.
-        for len in 0..bytes.len() {
-            let err = StoryIndex::from_bytes(&bytes[..len]).unwrap_err();
-            assert!(matches!(err, RetrievalError::Blob(_)), "{err}");
-        }
-        let msg = |b: &[u8]| StoryIndex::from_bytes(b).unwrap_err().to_string();
-        assert!(msg(&bytes[..10]).contains("truncated"));
-        assert!(msg(&bytes[..bytes.len() - 1]).contains("announces"));
-        let mut bad = bytes.clone();
-        bad[0] = b'X';
-        assert!(msg(&bad).contains("not a Lorekeeper story index"));
-        let mut bad = bytes.clone();
-        bad[8] = 9;
-        assert!(msg(&bad).contains("format version 9"));
-        assert!(msg(&bad).contains("reads versions 3 and 4"));
-        // Flipped bits anywhere in the payload: the checksum catches them.
-        let mut rng = Pcg32::new(1);
-        for _ in 0..200 {
-            let mut bad = bytes.clone();
-            let at = rng.range(HEADER_LEN, bad.len() - 1);
-            bad[at] ^= 1 << rng.range(0, 7);
-            assert!(msg(&bad).contains("checksum"));
-        }
-        // A payload that checks out but does not decode, or decodes to an inconsistent index.
-        let reseal = |payload: &[u8]| {
-            let mut out = bytes[..12].to_vec();
-            out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-            out.extend_from_slice(&fnv1a64(payload).to_le_bytes());
-            out.extend_from_slice(payload);
-            out
-        };
-        assert!(msg(&reseal(&[0xff; 40])).contains("does not decode"));
-        let mut extra = bytes[HEADER_LEN..].to_vec();
-        extra.push(0);
-        assert!(msg(&reseal(&extra)).contains("left after"));
-        let mut chunks = index.chunks().to_vec();
-        chunks.pop();
-        let payload = postcard::to_allocvec(&IndexRef {
-            chunks: &chunks,
-            bm25: &index.bm25,
-            graph: &index.graph,
-            dense: index.dense.as_ref(),
-            config: &index.config,
-        })
-        .unwrap();
-        assert!(msg(&reseal(&payload)).contains("BM25 index covers"));
-    }
-
-    #[test]
-    fn build_checks_its_inputs() {
-        let mut chunks = chunk_corpus(
-            &[("a.txt", STORY.as_bytes())],
-            &IngestOptions::default(),
-            &ChunkConfig::default(),
-        )
-        .unwrap();
-        let err = StoryIndex::build(
-            chunks.clone(),
-            Some(vec![vec![1.0]]),
-            &[],
-            IndexConfig::default(),
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("1 vectors for"), "{err}");
-        chunks[0].id = 5;
-        let err = StoryIndex::build(chunks, None, &[], IndexConfig::default()).unwrap_err();
-        assert!(err.to_string().contains("position 0 has id 5"), "{err}");
-        let err =
-            chunk_corpus(&[], &IngestOptions::default(), &ChunkConfig::default()).unwrap_err();
-        assert!(matches!(err, RetrievalError::EmptyCorpus(_)));
-        // An empty index is valid and finds nothing.
-        let empty = StoryIndex::build(Vec::new(), None, &[], IndexConfig::default()).unwrap();
-        assert!(empty
-            .search("anything", None, 5, Sources::ALL)
-            .unwrap()
-            .is_empty());
-        let back = StoryIndex::from_bytes(&empty.to_bytes().unwrap()).unwrap();
-        assert!(back.chunks().is_empty());
-    }
-
-    #[test]
-    fn config_reads_partial_json() {
-        let config: IndexConfig = serde_json::from_str(r#"{"fusion": {"graph": 0.5}}"#).unwrap();
-        assert_eq!(config.fusion.graph, 0.5);
-        assert_eq!(config.fusion.rrf_k, 5.0);
-        assert_eq!(config.chunk.max_chars, 600);
-    }
-}
+#[path = "index_tests.rs"]
+mod tests;

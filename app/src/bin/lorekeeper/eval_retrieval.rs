@@ -9,7 +9,7 @@ use lorekeeper_engine::embed::Embedder;
 use lorekeeper_engine::format::bundle::IndexBundle;
 use lorekeeper_engine::retrieval::eval::is_relevant;
 use lorekeeper_engine::retrieval::{
-    evaluate, parse_questions, FusionConfig, FusionMethod, Metrics, Question, Sources,
+    evaluate, parse_questions, FusionConfig, FusionMethod, Metrics, Question, Sources, WordVectors,
 };
 use lorekeeper_engine::Backend;
 
@@ -34,6 +34,10 @@ pub struct Args {
     /// fields take their defaults)
     #[arg(long)]
     fusion: Option<PathBuf>,
+    /// Search without query expansion (the index's lexicon left unread), to measure what it
+    /// adds
+    #[arg(long)]
+    no_expansion: bool,
     /// Also evaluate every fusion weighting of the fitting grid and print the best (with
     /// `--json`, all of them)
     #[arg(long)]
@@ -111,6 +115,7 @@ fn write_rankings(
     ix: &mut IndexBundle,
     qs: &[Question],
     vecs: Option<&[Vec<f32>]>,
+    words: &[WordVectors],
     path: &std::path::Path,
 ) -> Result<()> {
     let cfg = ix.story.config().clone();
@@ -123,12 +128,13 @@ fn write_rankings(
     let mut out = Vec::with_capacity(qs.len());
     for (i, q) in qs.iter().enumerate() {
         let v = vecs.map(|v| v[i].as_slice());
+        let w = words.get(i).map_or(&[][..], Vec::as_slice);
         let dense = ix
             .story
             .search(&q.question, v, RANKINGS_DEPTH, Sources::DENSE)?;
-        let sparse = ix
-            .story
-            .search(&q.question, v, RANKINGS_DEPTH, Sources::SPARSE)?;
+        let sparse =
+            ix.story
+                .search_expanded(&q.question, v, w, RANKINGS_DEPTH, Sources::SPARSE)?;
         let rel: Vec<u32> = (0..ix.story.chunks().len() as u32)
             .filter(|&c| is_relevant(&ix.story, c, &q.gold))
             .collect();
@@ -166,12 +172,20 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     }
     let emb = Embedder::from_index(&ix, b)?;
     let mut embed_ms = Vec::new();
+    let mut words = Vec::new();
     let vecs = match &emb {
         Some(e) => {
             let mut v = Vec::with_capacity(qs.len());
             for q in &qs {
                 let t = std::time::Instant::now();
-                v.push(pollster::block_on(e.embed_query(b, &q.question))?);
+                let w = if a.no_expansion {
+                    Vec::new()
+                } else {
+                    ix.story.expansion_words(&q.question)
+                };
+                let (qv, wv) = pollster::block_on(e.embed_query_words(b, &q.question, &w))?;
+                v.push(qv);
+                words.push(wv);
                 embed_ms.push(t.elapsed().as_secs_f64() * 1e3);
             }
             Some(v)
@@ -179,7 +193,7 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
         None => None,
     };
     if let Some(path) = &a.rankings {
-        write_rankings(&mut ix, &qs, vecs.as_deref(), path)?;
+        write_rankings(&mut ix, &qs, vecs.as_deref(), &words, path)?;
     }
     let mut rows = Vec::new();
     let dense_bm25 = Sources {
@@ -198,7 +212,7 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
         if src.dense && vecs.is_none() && (!src.graph || !src.sparse) {
             continue;
         }
-        let r = evaluate(&ix.story, &qs, vecs.as_deref(), src)?;
+        let r = evaluate(&ix.story, &qs, vecs.as_deref(), &words, src)?;
         rows.push((name.to_string(), r.metrics));
     }
     // The same fusion without neighbor expansion (neighbors take ranks in the lists above).
@@ -206,13 +220,13 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     let mut no_nb = cfg.fusion.clone();
     no_nb.neighbors = 0;
     ix.story.set_search_config(no_nb, cfg.graph.clone());
-    let r = evaluate(&ix.story, &qs, vecs.as_deref(), Sources::ALL)?;
+    let r = evaluate(&ix.story, &qs, vecs.as_deref(), &words, Sources::ALL)?;
     rows.push(("fused, no neighbor expansion".into(), r.metrics));
     let mut fitted: Vec<(FusionConfig, Metrics)> = Vec::new();
     if a.fit {
         for f in FIT_GRID.configs(&cfg.fusion) {
             ix.story.set_search_config(f.clone(), cfg.graph.clone());
-            let r = evaluate(&ix.story, &qs, vecs.as_deref(), Sources::ALL)?;
+            let r = evaluate(&ix.story, &qs, vecs.as_deref(), &words, Sources::ALL)?;
             fitted.push((f, r.metrics));
         }
         let key = |m: &Metrics| m.recall_at_10 + m.mrr;
@@ -223,8 +237,10 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     let mut search_ms = Vec::new();
     for (i, q) in qs.iter().enumerate() {
         let v = vecs.as_ref().map(|v| v[i].as_slice());
+        let w = words.get(i).map_or(&[][..], Vec::as_slice);
         let t = std::time::Instant::now();
-        ix.story.search(&q.question, v, 10, Sources::ALL)?;
+        ix.story
+            .search_expanded(&q.question, v, w, 10, Sources::ALL)?;
         search_ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let pct = |v: &mut Vec<f64>, p: f64| -> f64 {

@@ -45,14 +45,20 @@ fn search_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     let ix = open_index(&a.bundle)?;
     let emb = Embedder::from_index(&ix, b)?;
     let t0 = std::time::Instant::now();
-    let qv = match &emb {
-        Some(e) => Some(pollster::block_on(e.embed_query(b, query))?),
-        None => None,
+    let (qv, words) = match &emb {
+        Some(e) => {
+            let words = ix.story.expansion_words(query);
+            let (qv, words) = pollster::block_on(e.embed_query_words(b, query, &words))?;
+            (Some(qv), words)
+        }
+        None => (None, Vec::new()),
     };
     let t1 = std::time::Instant::now();
     // Neighbor expansion may add chunks next to the top hits; they compete on their
     // discounted fusion score and the best k are shown.
-    let mut hits = ix.story.search(query, qv.as_deref(), k, Sources::ALL)?;
+    let mut hits = ix
+        .story
+        .search_expanded(query, qv.as_deref(), &words, k, Sources::ALL)?;
     hits.truncate(k);
     let t2 = std::time::Instant::now();
     if a.json {
