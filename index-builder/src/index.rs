@@ -355,13 +355,11 @@ fn embed_chunks<B: Backend>(
     })
 }
 
-/// Step 3: the story's words ([`story_words`]) embedded, 256 per call, as a [`Lexicon`]
-/// (`None` when the story has no expandable word).
+/// Step 3: the story's words ([`story_words`]; its names are kept apart, not embedded)
+/// embedded, 256 per call, as a [`Lexicon`] (`None` when the story has no expandable word).
 fn embed_lexicon<B: Backend>(b: &B, e: &Embedder<B>, chunks: &[Chunk]) -> Result<Option<Lexicon>> {
-    let (terms, words): (Vec<String>, Vec<String>) =
-        story_words(chunks.iter().map(|c| c.text.as_str()))
-            .into_iter()
-            .unzip();
+    let story = story_words(chunks.iter().map(|c| c.text.as_str()));
+    let (terms, words): (Vec<String>, Vec<String>) = story.words.into_iter().unzip();
     if terms.is_empty() {
         return Ok(None);
     }
@@ -370,7 +368,8 @@ fn embed_lexicon<B: Backend>(b: &B, e: &Embedder<B>, chunks: &[Chunk]) -> Result
         let refs: Vec<&str> = group.iter().map(String::as_str).collect();
         vectors.extend(pollster::block_on(e.embed_passages(b, &refs))?);
     }
-    let lexicon = Lexicon::new(terms, &vectors, ExpansionConfig::default()).map_err(engine_err)?;
+    let lexicon = Lexicon::new(terms, &vectors, story.names, ExpansionConfig::default())
+        .map_err(engine_err)?;
     Ok(Some(lexicon))
 }
 

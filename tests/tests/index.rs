@@ -205,6 +205,11 @@ fn chinese_index_with_multilingual_e5() {
         .expect("dense");
     assert_eq!(e.spec.kind, "e5s1");
     assert_eq!(ix.story.chunks()[0].chapter, "第一回 灯塔");
+    // A story mostly in CJK keeps RRF and gets no lexicon: its BM25 terms are bigrams.
+    assert!(
+        s.lexicon_words == 0 && ix.story.lexicon().is_none(),
+        "{s:?}"
+    );
     for (q, want) in [
         ("水手们送了什么礼物？", "银罗盘"),
         ("猫叫什么名字？", "墨罗"),

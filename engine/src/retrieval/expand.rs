@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::bm25::{term, tokenize};
+use super::bm25::term;
 use super::corpus::is_cjk;
 use super::error::{Result, RetrievalError};
 
@@ -61,6 +61,8 @@ impl Default for ExpansionConfig {
 pub struct Lexicon {
     /// Each word's BM25 term.
     terms: Vec<String>,
+    /// The story's names ([`StoryWords::names`]), sorted: never expanded.
+    names: Vec<String>,
     /// Vector width.
     dim: u32,
     /// `terms.len() × dim` codes, row-major.
@@ -71,43 +73,77 @@ pub struct Lexicon {
     pub config: ExpansionConfig,
 }
 
-/// Whether `word` (a [`tokenize`] word) can be expanded or added: it has a Latin letter and no
+/// Whether `word` (a [`super::bm25::tokenize`] word) can be expanded or added: it has a Latin letter and no
 /// CJK character.
 fn expandable(word: &str) -> bool {
     word.chars().any(|c| c.is_ascii_alphabetic()) && !word.chars().any(is_cjk)
 }
 
-/// The story's expandable words: each BM25 term of `texts` with its most frequent spelling
-/// (ties: the first in byte order), in term order. These are what the index builder embeds
-/// for [`Lexicon::new`].
-pub fn story_words<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<(String, String)> {
-    let mut spellings: BTreeMap<String, BTreeMap<String, u32>> = BTreeMap::new();
+/// The story's expandable words ([`story_words`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StoryWords {
+    /// Each BM25 term that is not a name, with its most frequent spelling (ties: the first in
+    /// byte order), in term order: what the index builder embeds for [`Lexicon::new`].
+    pub words: Vec<(String, String)>,
+    /// The terms written with a capital in at least [`NAME_SHARE`] of at least two occurrences
+    /// (`Alice`, `Prospero`, `Rabbit` in "the White Rabbit"), in term order. A name is who or
+    /// what a question is about, not a way of saying it: a name is never expanded, nor added
+    /// to a question (all-MiniLM-L6-v2 puts `alice` near `mary` and `ann`).
+    pub names: Vec<String>,
+}
+
+/// The least share of a term's occurrences written with a capital for it to be a name.
+pub const NAME_SHARE: f32 = 0.8;
+
+/// The words of `text` as [`super::bm25::tokenize`] gives them (lower case) with whether each was written
+/// with a capital; words in CJK scripts are left out.
+fn cased_words(text: &str) -> impl Iterator<Item = (String, bool)> + '_ {
+    text.split(|c: char| !c.is_alphanumeric() || is_cjk(c))
+        .filter(|w| !w.is_empty())
+        .map(|w| (w.to_lowercase(), w.starts_with(char::is_uppercase)))
+}
+
+/// The story's expandable words and names ([`StoryWords`]) in `texts`.
+pub fn story_words<'a>(texts: impl IntoIterator<Item = &'a str>) -> StoryWords {
+    // Per term: each spelling's count, and how many occurrences were capitalized.
+    let mut seen: BTreeMap<String, (BTreeMap<String, u32>, u32)> = BTreeMap::new();
     for text in texts {
-        for word in tokenize(text) {
+        for (word, capital) in cased_words(text) {
             if !expandable(&word) {
                 continue;
             }
             if let Some(t) = term(word.clone()) {
-                *spellings.entry(t).or_default().entry(word).or_default() += 1;
+                let (spellings, capitals) = seen.entry(t).or_default();
+                *spellings.entry(word).or_default() += 1;
+                *capitals += u32::from(capital);
             }
         }
     }
-    spellings
-        .into_iter()
-        .filter_map(|(t, counts)| {
-            // max_by_key keeps the last maximum; iterate in reverse so ties go to the first.
-            let (w, _) = counts.into_iter().rev().max_by_key(|&(_, n)| n)?;
-            Some((t, w))
-        })
-        .collect()
+    let mut out = StoryWords::default();
+    for (t, (spellings, capitals)) in seen {
+        let n: u32 = spellings.values().sum();
+        if n >= 2 && capitals as f32 >= NAME_SHARE * n as f32 {
+            out.names.push(t);
+            continue;
+        }
+        // max_by_key keeps the last maximum; iterate in reverse so ties go to the first.
+        if let Some((w, _)) = spellings.into_iter().rev().max_by_key(|&(_, n)| n) {
+            out.words.push((t, w));
+        }
+    }
+    out
 }
 
-/// The words of `query` that [`Lexicon::expand`] reads, in order, each once: its expandable
-/// words that are not stopwords.
+/// The words of `query` that [`Lexicon::expand`] may read, in order, each once: its
+/// expandable words that are not stopwords, less those written with a capital after the
+/// first word (a name the question gives).
 pub fn query_words(query: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for word in tokenize(query) {
-        if expandable(&word) && term(word.clone()).is_some() && !out.contains(&word) {
+    for (i, (word, capital)) in cased_words(query).enumerate() {
+        if (capital && i > 0) || !expandable(&word) || out.contains(&word) {
+            continue;
+        }
+        if term(word.clone()).is_some() {
             out.push(word);
         }
     }
@@ -116,8 +152,15 @@ pub fn query_words(query: &str) -> Vec<String> {
 
 impl Lexicon {
     /// A lexicon of `terms` (from [`story_words`]) with their embeddings `vectors`, one per term,
-    /// all of one width.
-    pub fn new(terms: Vec<String>, vectors: &[Vec<f32>], config: ExpansionConfig) -> Result<Self> {
+    /// all of one width, and the story's `names`.
+    pub fn new(
+        terms: Vec<String>,
+        vectors: &[Vec<f32>],
+        mut names: Vec<String>,
+        config: ExpansionConfig,
+    ) -> Result<Self> {
+        names.sort();
+        names.dedup();
         let bad = |m: String| RetrievalError::Vectors(format!("lexicon: {m}"));
         if terms.len() != vectors.len() {
             return Err(bad(format!(
@@ -157,6 +200,7 @@ impl Lexicon {
         }
         let lexicon = Lexicon {
             terms,
+            names,
             dim: u32::try_from(dim).map_err(|_| bad(format!("vector width {dim}")))?,
             codes,
             scales,
@@ -179,6 +223,25 @@ impl Lexicon {
     /// Vector width.
     pub fn dim(&self) -> usize {
         self.dim as usize
+    }
+
+    /// Whether `term` is one of the story's names.
+    pub fn is_name(&self, term: &str) -> bool {
+        self.names
+            .binary_search_by(|n| n.as_str().cmp(term))
+            .is_ok()
+    }
+
+    /// The words of `query` to embed for [`Lexicon::expand`]: its [`query_words`] that are not
+    /// the story's names; none when expansion is off.
+    pub fn query_words(&self, query: &str) -> Vec<String> {
+        if self.config.weight <= 0.0 || self.config.per_word == 0 || self.is_empty() {
+            return Vec::new();
+        }
+        query_words(query)
+            .into_iter()
+            .filter(|w| term(w.clone()).is_none_or(|t| !self.is_name(&t)))
+            .collect()
     }
 
     /// The cosine of word `i`'s stored vector with `v` (unit-norm).
@@ -272,6 +335,9 @@ impl Lexicon {
                 self.scales.len()
             ));
         }
+        if self.names.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("lexicon names are not sorted".into());
+        }
         if self.scales.iter().any(|s| !s.is_finite() || *s < 0.0) {
             return Err("lexicon scales are not finite and non-negative".into());
         }
@@ -296,22 +362,34 @@ mod tests {
     }
 
     #[test]
-    fn story_words_take_the_most_frequent_spelling() {
-        let words = story_words([
-            "The sailors drowned; a sailor drowning, drowned again.",
-            "多谢 Alice 1865",
+    fn story_words_take_the_most_frequent_spelling_and_set_names_apart() {
+        let story = story_words([
+            "The sailors drowned; a sailor drowning, drowned again. Alice wept.",
+            "多谢 Alice 1865. Storms came; storms went. ALICE! The White Rabbit ran.",
+            "Rabbit, said the Queen.",
         ]);
+        let words = &story.words;
         let get = |t: &str| words.iter().find(|(x, _)| x == t).map(|(_, w)| w.as_str());
         assert_eq!(get("drown"), Some("drowned"));
         // `sailors` and `sailor` once each: the first in byte order.
         assert_eq!(get("sailor"), Some("sailor"));
-        assert_eq!(get("alic"), Some("alice"));
+        // `Storms` once capitalized in two: a word. `Alice` and `Rabbit` always: names.
+        // `Queen` and `White` once: too few to tell, words.
+        assert_eq!(get("storm"), Some("storms"));
+        assert_eq!(story.names, ["alic", "rabbit"]);
+        assert!(get("alic").is_none() && get("queen").is_some() && get("white").is_some());
         assert!(get("the").is_none() && get("1865").is_none());
         assert!(words.iter().all(|(_, w)| !w.chars().any(is_cjk)));
         assert_eq!(
-            query_words("Who drowned, who DROWNED, in 1865?"),
-            ["drowned"]
+            query_words("Whom did Alice see drowned, who DROWNED, in 1865?"),
+            ["see", "drowned"]
         );
+        assert_eq!(query_words("Drowned sailors?"), ["drowned", "sailors"]);
+        // The story's names are not expanded even when the question writes them in lower case.
+        let v = vec![unit(&[1.0, 0.0, 0.0])];
+        let cfg = ExpansionConfig::default();
+        let lex = Lexicon::new(vec!["see".into()], &v, story.names.clone(), cfg).expect("lexicon");
+        assert_eq!(lex.query_words("did alice see the rabbit?"), ["see"]);
     }
 
     #[test]
@@ -322,7 +400,7 @@ mod tests {
             .map(|_| unit(&(0..37).map(|_| rng.next_f32() - 0.5).collect::<Vec<_>>()))
             .collect();
         let terms: Vec<String> = (0..23).map(|i| format!("w{i:02}")).collect();
-        let lex = Lexicon::new(terms, &vecs, ExpansionConfig::default()).expect("lexicon");
+        let lex = Lexicon::new(terms, &vecs, vec![], ExpansionConfig::default()).expect("lexicon");
         let q = &vecs[5];
         let near = lex.nearest(q, 23, -1.0).expect("nearest");
         assert_eq!(near[0], ("w05", near[0].1));
@@ -345,7 +423,7 @@ mod tests {
             per_word: 2,
             ..ExpansionConfig::default()
         };
-        let lex = Lexicon::new(terms, &vecs, config).expect("lexicon");
+        let lex = Lexicon::new(terms, &vecs, vec![], config).expect("lexicon");
         let mut q: BTreeMap<String, f32> = [("ocean".to_string(), 1.0)].into();
         lex.expand(&mut q, &[("ocean".into(), e(1.0, 0.0))])
             .expect("expand");
@@ -372,17 +450,23 @@ mod tests {
     #[test]
     fn malformed_lexicons_are_refused() {
         let v = vec![unit(&[1.0, 2.0, 3.0])];
-        assert!(
-            Lexicon::new(vec!["a".into(), "b".into()], &v, ExpansionConfig::default()).is_err()
-        );
+        assert!(Lexicon::new(
+            vec!["a".into(), "b".into()],
+            &v,
+            vec![],
+            ExpansionConfig::default()
+        )
+        .is_err());
         let ragged = vec![vec![1.0, 0.0, 0.0], vec![1.0, 0.0]];
         assert!(Lexicon::new(
             vec!["a".into(), "b".into()],
             &ragged,
+            vec![],
             ExpansionConfig::default()
         )
         .is_err());
-        let mut lex = Lexicon::new(vec!["a".into()], &v, ExpansionConfig::default()).expect("ok");
+        let mut lex =
+            Lexicon::new(vec!["a".into()], &v, vec![], ExpansionConfig::default()).expect("ok");
         lex.codes.pop();
         assert!(lex.validate().is_err());
     }

@@ -221,12 +221,10 @@ fn word_vec(word: &str) -> Vec<f32> {
 }
 
 fn with_lexicon(index: &mut StoryIndex) {
-    let (terms, words): (Vec<String>, Vec<String>) =
-        story_words(index.chunks().iter().map(|c| c.text.as_str()))
-            .into_iter()
-            .unzip();
+    let story = story_words(index.chunks().iter().map(|c| c.text.as_str()));
+    let (terms, words): (Vec<String>, Vec<String>) = story.words.into_iter().unzip();
     let vecs: Vec<Vec<f32>> = words.iter().map(|w| word_vec(w)).collect();
-    let lexicon = Lexicon::new(terms, &vecs, ExpansionConfig::default()).unwrap();
+    let lexicon = Lexicon::new(terms, &vecs, story.names, ExpansionConfig::default()).unwrap();
     index.set_lexicon(Some(lexicon)).unwrap();
 }
 
@@ -282,6 +280,7 @@ fn expansion_finds_the_story_word_near_the_question_word() {
     let narrow = Lexicon::new(
         vec!["riddl".into()],
         &[vec![1.0; 5]],
+        vec![],
         ExpansionConfig::default(),
     )
     .unwrap();

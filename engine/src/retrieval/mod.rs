@@ -52,7 +52,7 @@ pub use corpus::{ingest, CorpusFormat, IngestOptions, Segment};
 pub use dense::{recall_at_k, DenseConfig, DenseIndex, RecallReport};
 pub use error::{Result, RetrievalError};
 pub use eval::{evaluate, parse_questions, EvalReport, Metrics, Question};
-pub use expand::{query_words, story_words, ExpansionConfig, Lexicon, WordVectors};
+pub use expand::{query_words, story_words, ExpansionConfig, Lexicon, StoryWords, WordVectors};
 pub use fusion::{Fused, FusionConfig, FusionMethod, SourceRank};
 pub use graph::{parse_aliases, AliasEntry, Entity, EntityGraph, EntitySource, GraphConfig};
 
@@ -304,10 +304,9 @@ impl StoryIndex {
     /// The words of `query` to embed for [`StoryIndex::search_expanded`]: none when the index
     /// has no lexicon or expansion is off.
     pub fn expansion_words(&self, query: &str) -> Vec<String> {
-        match &self.lexicon {
-            Some(l) if l.config.weight > 0.0 && !l.is_empty() => query_words(query),
-            _ => Vec::new(),
-        }
+        self.lexicon
+            .as_ref()
+            .map_or_else(Vec::new, |l| l.query_words(query))
     }
 
     /// The chunk `offset` positions from chunk `id` in the same chapter (−1 previous, 1 next).
