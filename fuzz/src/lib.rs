@@ -184,13 +184,23 @@ pub fn index(data: &[u8]) {
     };
     let dim = ix.dense().map(|d| d.dim()).unwrap_or(0);
     let q = vec![0.5f32; dim];
+    let text = "the white rabbit 白兔 ran";
+    // The lexicon's expansion, with word vectors of the lexicon's width (and one of another).
+    let width = ix.lexicon().map_or(dim, |l| l.dim());
+    let words: Vec<(String, Vec<f32>)> = ix
+        .expansion_words(text)
+        .into_iter()
+        .enumerate()
+        .map(|(i, w)| (w, vec![0.3f32; width + usize::from(i == 2)]))
+        .collect();
     for sources in [
         Sources::ALL,
         Sources::SPARSE,
         Sources::GRAPH,
         Sources::DENSE,
     ] {
-        let _ = ix.search("the white rabbit 白兔 ran", Some(&q), 5, sources);
+        let _ = ix.search(text, Some(&q), 5, sources);
+        let _ = ix.search_expanded(text, Some(&q), &words, 5, sources);
     }
     let _ = ix.to_bytes();
 }
