@@ -14,8 +14,9 @@
 //! Measured on the development sets (`lorekeeper eval-retrieval`, README "The story index"),
 //! with fusion weights dense 0.4, BM25 0.6 ([`crate::retrieval::FusionConfig::expanded`]).
 //! The neighbours of a word are related words, not only synonyms (`father` → `parent`,
-//! `mother`), which is why they weigh less than the question's own words. Words in CJK
-//! scripts are not expanded (their BM25 terms are character bigrams).
+//! `mother`), which is why they weigh less than the question's own words. The story's names
+//! ([`StoryWords::names`]) and the names a question writes with a capital are never expanded
+//! nor added. Words in CJK scripts are not expanded (their BM25 terms are character bigrams).
 
 use std::collections::BTreeMap;
 
