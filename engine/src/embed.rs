@@ -16,6 +16,7 @@ pub use crate::format::encoder::EmbedderSpec;
 use crate::format::weights::WeightSource;
 use crate::models::bert::{Bert, BertConfig};
 use crate::models::WeightFormat;
+use crate::retrieval::{StoryIndex, WordVectors};
 
 /// The tokenizer of an embedder.
 enum Tok {
@@ -204,7 +205,7 @@ impl<B: Backend> Embedder<B> {
         b: &B,
         query: &str,
         words: &[String],
-    ) -> Result<(Vec<f32>, Vec<(String, Vec<f32>)>)> {
+    ) -> Result<(Vec<f32>, WordVectors)> {
         let mut texts = vec![format!("{}{query}", self.spec.query_prefix)];
         texts.extend(
             words
@@ -217,6 +218,18 @@ impl<B: Backend> Embedder<B> {
             .next()
             .ok_or_else(|| crate::error::shape_err("embed", "no vector"))?;
         Ok((q, words.iter().cloned().zip(vecs).collect()))
+    }
+
+    /// [`Embedder::embed_query_words`] with the words `index` expands for `query`
+    /// ([`StoryIndex::expansion_words`]; none without a lexicon): what a search embeds.
+    pub async fn embed_search(
+        &self,
+        b: &B,
+        index: &StoryIndex,
+        query: &str,
+    ) -> Result<(Vec<f32>, WordVectors)> {
+        self.embed_query_words(b, query, &index.expansion_words(query))
+            .await
     }
 
     /// Embeds a query (with the query prefix).

@@ -362,8 +362,7 @@ async fn run_bench<B: Backend>(
         // The query and its words for expansion, as an answer's search embeds them.
         let (qv, words) = match &sess.embedder {
             Some(e) => {
-                let words = sess.index.story.expansion_words(q);
-                let (qv, words) = e.embed_query_words(b, q, &words).await?;
+                let (qv, words) = e.embed_search(b, &sess.index.story, q).await?;
                 (Some(qv), words)
             }
             None => (None, Vec::new()),
@@ -373,8 +372,7 @@ async fn run_bench<B: Backend>(
         }
         if let Some(e) = &cpu_embedder {
             let t0 = web::now_ms();
-            let words = sess.index.story.expansion_words(q);
-            e.embed_query_words(&cpu, q, &words).await?;
+            e.embed_search(&cpu, &sess.index.story, q).await?;
             embed_cpu_ms.push(web::now_ms() - t0);
         }
         let mut ids = vec![];

@@ -230,8 +230,7 @@ impl<B: Backend> Retriever<'_, B> {
     ) -> Result<(Vec<Hit>, Option<Vec<f32>>)> {
         let (qv, words) = match self.embedder {
             Some(e) => {
-                let words = self.index.expansion_words(query);
-                let (qv, words) = e.embed_query_words(b, query, &words).await?;
+                let (qv, words) = e.embed_search(b, self.index, query).await?;
                 (Some(qv), words)
             }
             None => (None, Vec::new()),

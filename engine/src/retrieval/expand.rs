@@ -451,21 +451,17 @@ mod tests {
     #[test]
     fn malformed_lexicons_are_refused() {
         let v = vec![unit(&[1.0, 2.0, 3.0])];
-        assert!(Lexicon::new(
-            vec!["a".into(), "b".into()],
-            &v,
-            vec![],
-            ExpansionConfig::default()
-        )
-        .is_err());
-        let ragged = vec![vec![1.0, 0.0, 0.0], vec![1.0, 0.0]];
-        assert!(Lexicon::new(
-            vec!["a".into(), "b".into()],
-            &ragged,
-            vec![],
-            ExpansionConfig::default()
-        )
-        .is_err());
+        let two = |vecs: &[Vec<f32>]| {
+            Lexicon::new(
+                vec!["a".into(), "b".into()],
+                vecs,
+                vec![],
+                ExpansionConfig::default(),
+            )
+        };
+        // One vector for two words; two vectors of different widths.
+        assert!(two(&v).is_err());
+        assert!(two(&[vec![1.0, 0.0, 0.0], vec![1.0, 0.0]]).is_err());
         let mut lex =
             Lexicon::new(vec!["a".into()], &v, vec![], ExpansionConfig::default()).expect("ok");
         lex.codes.pop();

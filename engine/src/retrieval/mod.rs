@@ -288,14 +288,8 @@ impl StoryIndex {
     /// Sets (or, with `None`, removes) the lexicon. Its vectors must be as wide as the dense
     /// index's: query words are embedded by the same encoder as the query.
     pub fn set_lexicon(&mut self, lexicon: Option<Lexicon>) -> Result<()> {
-        if let (Some(l), Some(d)) = (&lexicon, &self.dense) {
-            if l.dim() != d.dim() {
-                return Err(RetrievalError::Vectors(format!(
-                    "lexicon vectors of width {}, the dense index's are {}",
-                    l.dim(),
-                    d.dim()
-                )));
-            }
+        if let Some(l) = &lexicon {
+            check_lexicon(l, self.dense.as_ref()).map_err(RetrievalError::Vectors)?;
         }
         self.lexicon = lexicon;
         Ok(())
@@ -495,14 +489,7 @@ impl StoryIndex {
             d.validate(n).map_err(blob)?;
         }
         if let Some(l) = &data.lexicon {
-            l.validate().map_err(blob)?;
-            if let Some(d) = data.dense.as_ref().filter(|d| d.dim() != l.dim()) {
-                return Err(blob(format!(
-                    "lexicon vectors of width {}, the dense index's are {}",
-                    l.dim(),
-                    d.dim()
-                )));
-            }
+            check_lexicon(l, data.dense.as_ref()).map_err(blob)?;
         }
         let adjacency = adjacency(&data.chunks);
         Ok(StoryIndex {
@@ -514,6 +501,19 @@ impl StoryIndex {
             lexicon: data.lexicon,
             adjacency,
         })
+    }
+}
+
+/// A lexicon's structure, and that its vectors are as wide as the dense index's.
+fn check_lexicon(l: &Lexicon, dense: Option<&DenseIndex>) -> std::result::Result<(), String> {
+    l.validate()?;
+    match dense {
+        Some(d) if d.dim() != l.dim() => Err(format!(
+            "lexicon vectors of width {}, the dense index's are {}",
+            l.dim(),
+            d.dim()
+        )),
+        _ => Ok(()),
     }
 }
 

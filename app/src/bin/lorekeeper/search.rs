@@ -47,8 +47,7 @@ fn search_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     let t0 = std::time::Instant::now();
     let (qv, words) = match &emb {
         Some(e) => {
-            let words = ix.story.expansion_words(query);
-            let (qv, words) = pollster::block_on(e.embed_query_words(b, query, &words))?;
+            let (qv, words) = pollster::block_on(e.embed_search(b, &ix.story, query))?;
             (Some(qv), words)
         }
         None => (None, Vec::new()),
