@@ -11,6 +11,10 @@ pub enum Wants {
     Number,
     /// Someone or something named: "who …", "what is the name of …", "谁", "名字".
     Name,
+    /// A named place or work, not someone: "to which town …", "at which restaurant …", "which
+    /// newspaper …" ([`NAMED_NOUNS`]); answered by a name the question lacks that is not a
+    /// script's speaker.
+    Named,
     /// Words said, written or sung: "what did … say", "what was written …", "说了什么".
     Words,
     /// A cause: "why …", "为什么".
@@ -99,6 +103,74 @@ const WHO_NOUNS: &[&str] = &[
     "player",
     "players",
     "maid",
+    "sentry",
+    "sentries",
+    "sentinel",
+    "companion",
+    "companions",
+    "friends",
+    "neighbour",
+    "neighbours",
+    "neighbor",
+    "neighbors",
+    "colleague",
+    "colleagues",
+    "duellist",
+    "ancestor",
+    "couple",
+    "messenger",
+    "captain",
+    "priest",
+    "prince",
+    "princess",
+    "duke",
+    "knight",
+    "courtiers",
+    "servants",
+    "spirits",
+    "sailors",
+    "officers",
+    "schoolfellow",
+    "schoolfellows",
+    "suitor",
+    "suitors",
+    "lover",
+    "lovers",
+];
+/// Nouns for a named place or work that ask for its name after "which" or "what" ("to which
+/// town was Koga transferred?", "which newspaper ran the story?"): [`Wants::Named`].
+const NAMED_NOUNS: &[&str] = &[
+    "town",
+    "city",
+    "village",
+    "country",
+    "kingdom",
+    "province",
+    "island",
+    "river",
+    "street",
+    "inn",
+    "hotel",
+    "restaurant",
+    "temple",
+    "shrine",
+    "church",
+    "school",
+    "university",
+    "college",
+    "newspaper",
+    "magazine",
+    "book",
+    "play",
+    "poem",
+    "song",
+    "ship",
+];
+/// Auxiliary verbs: after "what" they start the clause ("what does the Queen …"), so no noun
+/// follows for [`which_asks`].
+const AUXILIARIES: &[&str] = &[
+    "is", "was", "are", "were", "do", "does", "did", "has", "had", "have", "would", "will", "can",
+    "could", "should", "shall", "might", "may", "must",
 ];
 /// Words that may stand between "which" / "what" and the noun of [`WHO_NOUNS`].
 const WHO_BETWEEN: &[&str] = &["one", "two", "three", "other", "of", "the", "young", "old"];
@@ -158,8 +230,10 @@ pub fn wants(question: &str) -> Wants {
     let has = |en: &[&str], zh: &[&str]| holds_phrase(question, en, zh);
     if has(NUMBER_ASKS, NUMBER_ASKS_ZH) {
         Wants::Number
-    } else if has(NAME_ASKS, NAME_ASKS_ZH) || asks_which_one(question) {
+    } else if has(NAME_ASKS, NAME_ASKS_ZH) {
         Wants::Name
+    } else if let Some(w) = which_asks(question) {
+        w
     } else if has(REASON_ASKS, REASON_ASKS_ZH) {
         Wants::Reason
     } else if has(WORDS_ASKS, WORDS_ASKS_ZH) {
@@ -223,19 +297,33 @@ const QUESTION_WORDS: &[&str] = &[
     "who", "whom", "whose", "what", "which", "where", "when", "why", "how",
 ];
 
-/// Does `question` ask "which …" or "what …" of someone ([`WHO_NOUNS`]), a few words
-/// ([`WHO_BETWEEN`]) allowed between?
-fn asks_which_one(question: &str) -> bool {
+/// What `question` asks for when it asks "which …" or "what …" of a noun: a name when the
+/// noun is someone ([`WHO_NOUNS`]: "which character says …", "which of Hamlet's two old
+/// school friends …"), a named place or work when it is one of [`NAMED_NOUNS`] ("to which
+/// town …"). The noun is one of the two words after the question word, less [`WHO_BETWEEN`]'s
+/// words and an owner's possessive (`Hamlet's`), and before an auxiliary verb ("what does the
+/// Queen …" asks of no noun).
+fn which_asks(question: &str) -> Option<Wants> {
     let lower = question.to_lowercase();
     let words: Vec<&str> = plain_words(&lower).collect();
-    words.iter().enumerate().any(|(i, w)| {
-        (*w == "which" || *w == "what")
-            && words[i + 1..]
-                .iter()
-                .take(4)
-                .find(|n| !WHO_BETWEEN.contains(n))
-                .is_some_and(|n| WHO_NOUNS.contains(n))
-    })
+    let mut named = false;
+    for (i, w) in words.iter().enumerate() {
+        if *w != "which" && *w != "what" {
+            continue;
+        }
+        let head: Vec<&str> = words[i + 1..]
+            .iter()
+            .copied()
+            .filter(|n| !WHO_BETWEEN.contains(n) && !n.ends_with("'s") && !n.ends_with("s'"))
+            .take_while(|n| !AUXILIARIES.contains(n))
+            .take(2)
+            .collect();
+        if head.iter().any(|n| WHO_NOUNS.contains(n)) {
+            return Some(Wants::Name);
+        }
+        named |= head.iter().any(|n| NAMED_NOUNS.contains(n));
+    }
+    named.then_some(Wants::Named)
 }
 
 /// Does `text` hold one of the English phrases `en` as whole words (case ignored) or one of

@@ -63,28 +63,18 @@ impl Short {
     }
 }
 
-/// The name `span` (a span of passage `passage` of `evidence`) gives beyond those `question`
-/// gives (`asked`: the entities it names): `None` unless exactly one of its name phrases is
-/// new (module docs).
-///
-/// `in_line`: the span lies in a script's speech, read when a question asks for a name as such
-/// ("What is the name of Prospero's brother?" → `Antonio`): only the story's entities count
-/// (verse capitalises every line's first word: `thy father Was Duke of Milan`), and not the
-/// speaker's label the span may open with.
-pub fn name_of(
+/// The name phrases of `span` that `question` does not give (`asked`: the entities it names),
+/// each with the story's entities inside it: around the story's entities and, outside a
+/// script's speech (`in_line`, see [`name_of`]), around capitalised words the lexicon lacks;
+/// never the speaker's label a line opens with. A name the question gives counts only when it
+/// owns a noun (`the Duchess's cook`).
+pub fn new_names(
     span: &str,
-    passage: usize,
-    evidence: &[Evidence],
     question: &str,
     asked: &[u32],
     graph: &EntityGraph,
     in_line: bool,
-) -> Option<Short> {
-    // Chinese writes no capitals: a name the lexicon lacks is not seen, and the one name it
-    // knows is often not the answer (红楼梦: 2 right answers lost, none gained).
-    if has_cjk(span) {
-        return None;
-    }
+) -> Vec<(Range<usize>, Vec<u32>)> {
     let label = match span.find(':') {
         Some(colon) if in_line && super::spans::starts_with_speaker_label(span) => colon + 1,
         _ => 0,
@@ -115,7 +105,6 @@ pub fn name_of(
             .collect();
         new.push((phrase, inside));
     }
-    // A name the question gives is no answer, unless it owns a noun (`the Duchess's cook`).
     let q = question.to_lowercase();
     new.retain(|(p, inside)| {
         let text = &span[p.clone()];
@@ -126,6 +115,32 @@ pub fn name_of(
         };
         text.contains("'s ") || !given
     });
+    new
+}
+
+/// The name `span` (a span of passage `passage` of `evidence`) gives beyond those `question`
+/// gives (`asked`: the entities it names): `None` unless exactly one of its name phrases is
+/// new (module docs).
+///
+/// `in_line`: the span lies in a script's speech, read when a question asks for a name as such
+/// ("What is the name of Prospero's brother?" → `Antonio`): only the story's entities count
+/// (verse capitalises every line's first word: `thy father Was Duke of Milan`), and not the
+/// speaker's label the span may open with.
+pub fn name_of(
+    span: &str,
+    passage: usize,
+    evidence: &[Evidence],
+    question: &str,
+    asked: &[u32],
+    graph: &EntityGraph,
+    in_line: bool,
+) -> Option<Short> {
+    // Chinese writes no capitals: a name the lexicon lacks is not seen, and the one name it
+    // knows is often not the answer (红楼梦: 2 right answers lost, none gained).
+    if has_cjk(span) {
+        return None;
+    }
+    let new = new_names(span, question, asked, graph, in_line);
     let [(phrase, inside)] = new.as_slice() else {
         return None;
     };

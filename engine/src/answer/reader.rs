@@ -217,6 +217,11 @@ pub fn kind_shortfall(question: &str, wants: Wants, best: Option<&Span>) -> Opti
     if wants == Wants::Number && best.kind <= 0.0 {
         return Some("the question asks for a number and the best span holds none".to_string());
     }
+    if wants == Wants::Named && best.kind <= 0.0 {
+        return Some(
+            "the question asks which place or work and the best span names none".to_string(),
+        );
+    }
     if wants == Wants::Name && super::asks::names_asked(question) && best.short.is_none() {
         return Some(
             "the question asks for a name and the best span gives none the question lacks"
@@ -366,6 +371,8 @@ pub struct Asked {
     pub wants: Wants,
     /// The story's entities it names (lexicon ids), which a name in the answer must not be.
     pub entities: Vec<u32>,
+    /// The question as written (a name it gives is no answer: [`super::naming::new_names`]).
+    pub question: String,
 }
 
 impl Asked {
@@ -380,7 +387,20 @@ impl Asked {
                     .map(|&(e, _)| e)
                     .collect()
             }),
+            question: question.to_string(),
         }
+    }
+
+    /// Does `span` name a place or work the question does not ([`Wants::Named`]): a name
+    /// phrase the question lacks ([`super::naming::new_names`]), outside the speaker's label
+    /// when the span lies in a script's speech (`in_line`: then only the story's entities
+    /// count, as verse capitalises its lines)?
+    pub fn names_new(&self, span: &str, graph: Option<&EntityGraph>, in_line: bool) -> bool {
+        !super::prompt::has_cjk(span)
+            && graph.is_some_and(|g| {
+                !super::naming::new_names(span, &self.question, &self.entities, g, in_line)
+                    .is_empty()
+            })
     }
 
     /// Does `span` hold, beyond the question's own words, the kind of answer asked for?
@@ -414,6 +434,9 @@ impl Asked {
                         .iter()
                         .any(|(e, _)| !self.entities.contains(e))
                 }) || quoted_new()
+            }
+            Wants::Named => {
+                self.names_new(span, graph, super::spans::starts_with_speaker_label(span))
             }
             Wants::Words => quoted_new(),
             Wants::Reason => holds_phrase(span, REASON_WORDS, REASON_WORDS_ZH),
@@ -534,8 +557,17 @@ pub fn candidates(
                 passage: p,
                 lexical: share(&own),
                 lead: share(&stems(&w.before)),
-                // Who speaks a line answers "who says …": the label counts with the span.
-                kind: if question.fits(&text, graph)
+                // Who speaks a line answers "who says …": the label counts with the span. A
+                // place or work is named in the line, never by its label.
+                kind: if question.wants == Wants::Named {
+                    let in_line =
+                        w.speaker.is_some() || super::spans::starts_with_speaker_label(&text);
+                    if question.names_new(&text, graph, in_line) {
+                        NAME_FIT
+                    } else {
+                        0.0
+                    }
+                } else if question.fits(&text, graph)
                     || (question.wants == Wants::Name
                         && w.speaker.as_ref().is_some_and(|l| question.fits(l, graph)))
                 {

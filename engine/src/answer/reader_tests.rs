@@ -77,7 +77,28 @@ fn questions_ask_for_kinds_and_spans_fit_them() {
         ("Which character jokes about a beggar?", Wants::Name),
         ("What animal does Alice see?", Wants::Name),
         ("Which one of the lords swims?", Wants::Name),
-        ("Which two neighbours does the Cat point to?", Wants::Any),
+        ("Which two neighbours does the Cat point to?", Wants::Name),
+        // An owner's possessive and a compound noun before the noun for someone.
+        ("Which of Hamlet's companions fears the Ghost?", Wants::Name),
+        (
+            "Which of Hamlet's two old school friends admits it?",
+            Wants::Name,
+        ),
+        // A named place or work.
+        ("To which town was Koga being transferred?", Wants::Named),
+        (
+            "To which university town had Hamlet planned to return?",
+            Wants::Named,
+        ),
+        ("At which restaurant was the dinner held?", Wants::Named),
+        (
+            "Which poem does the Caterpillar ask Alice to repeat?",
+            Wants::Named,
+        ),
+        // After "what", an auxiliary starts the clause: no noun is asked of.
+        ("What does the Queen shout about?", Wants::Words),
+        ("What did the King's school friend bring?", Wants::Any),
+        ("What kind of vessel were they set adrift in?", Wants::Any),
         ("What one thing did the man carry?", Wants::Any),
         ("宝玉有几个丫头？", Wants::Number),
         ("黛玉的母亲是谁？", Wants::Name),
@@ -119,6 +140,14 @@ fn questions_ask_for_kinds_and_spans_fit_them() {
     assert!(num.fits("About sixteen police officers", g) && !num.fits("a teen", g));
     assert!(!num.fits("One could not find one like her, once", g));
     assert!(num.fits("他有三个丫头", g) && !num.fits("no legs at all", g));
+    // A place or work: a name the question lacks, never the speaker's label of a line.
+    let town = Asked::new("To which town did Alice send Dinah?", &bm, g);
+    assert_eq!(town.wants, Wants::Named);
+    assert!(town.fits("she went off to Nobeoka by the night train", g));
+    assert!(!town.fits("Dinah went off by the night train", g));
+    assert!(!town.fits("Alice: she went off by the night train", g));
+    // In a script's speech only the story's entities count (verse capitalises its lines).
+    assert!(!town.fits("Alice: she went off And Came back", g));
     let why = Asked::new("Why did she cry?", &bm, g);
     assert!(why.fits("because the door was shut", g) && !why.fits("the door was shut", g));
     assert!(!Asked::new("What did she find?", &bm, g).fits("a `key' and 3 cakes", g));
