@@ -331,7 +331,9 @@ impl Span {
             return short.answer();
         }
         match (&self.speaker, wants) {
-            (Some(who), Wants::Name) => format!("{who} … {}{}", self.text, self.rest),
+            (Some(who), Wants::Name) if !crate::retrieval::script::is_group(who) => {
+                format!("{who} … {}{}", self.text, self.rest)
+            }
             _ => format!("{}{}", self.text, self.rest),
         }
     }

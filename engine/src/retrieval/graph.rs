@@ -542,7 +542,9 @@ impl EntityGraph {
             add(&a.canonical, &forms, EntitySource::Alias, &mut entities);
         }
         for c in chunks {
-            for s in &c.speakers {
+            // A group (`All`, `Both`) is no character, and as an entity it would match every
+            // capitalised "All" of the verse.
+            for s in c.speakers.iter().filter(|s| !super::script::is_group(s)) {
                 add(s, &[], EntitySource::Speaker, &mut entities);
             }
         }

@@ -261,3 +261,21 @@ fn serde_round_trip_rebuilds_the_matcher() {
     let bytes = postcard::to_allocvec(&bad).unwrap();
     assert!(postcard::from_bytes::<EntityGraph>(&bytes).is_err());
 }
+
+#[test]
+fn a_group_of_speakers_is_no_entity() {
+    let chunks = [
+        chunk(0, &["Hamlet"], "Hamlet: All is not well."),
+        chunk(1, &["All"], "All: Lights, lights, lights!"),
+        chunk(2, &["Mar. and Ber"], "Mar. and Ber: Longer, longer."),
+    ];
+    let g = EntityGraph::build(&chunks, &[], &GraphConfig::default()).unwrap();
+    let names: Vec<&str> = g.entities().iter().map(|e| e.name.as_str()).collect();
+    assert!(names.contains(&"Hamlet"), "{names:?}");
+    assert!(
+        !names.contains(&"All") && !names.contains(&"Mar. and Ber"),
+        "{names:?}"
+    );
+    // The verse's capitalised "All" names no one.
+    assert!(g.text_entities("All is not well").is_empty());
+}

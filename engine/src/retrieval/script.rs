@@ -46,6 +46,46 @@ const NOT_NAMES: [&str; 22] = [
 /// Small words allowed inside a name (`Ghost of Hamlet`).
 const JOINERS: [&str; 4] = ["of", "the", "and", "de"];
 
+/// Speaker labels for a group, not one character (lower case): `All`, `Both`, `Danes`,
+/// `Mariners`. A line they speak has no one speaker to name.
+const GROUPS: &[&str] = &[
+    "all",
+    "attendants",
+    "both",
+    "citizens",
+    "courtiers",
+    "danes",
+    "gentlemen",
+    "guards",
+    "ladies",
+    "lords",
+    "many",
+    "mariners",
+    "musicians",
+    "officers",
+    "omnes",
+    "others",
+    "players",
+    "sailors",
+    "senators",
+    "servants",
+    "several",
+    "soldiers",
+    "spirits",
+    "watchmen",
+];
+
+/// Does a speaker label name a group rather than one character (`All`, `Both`, `Danes`,
+/// `Mar. and Ber.`, `Lords, Attendants`)? Such a speaker is no entity of the story and no
+/// answer to "who says …".
+pub fn is_group(label: &str) -> bool {
+    let lower = label.trim().trim_end_matches([':', '.']).to_lowercase();
+    GROUPS.contains(&lower.as_str())
+        || lower.contains(" and ")
+        || lower.contains('&')
+        || lower.contains(',')
+}
+
 /// A speaker cue as written on one line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cue<'a> {
@@ -366,6 +406,29 @@ fn title_case(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn groups_are_no_one_speaker() {
+        for g in [
+            "All",
+            "BOTH.",
+            "Danes",
+            "Mar. and Ber",
+            "Lords, Attendants",
+            "Omnes:",
+        ] {
+            assert!(is_group(g), "{g}");
+        }
+        for one in [
+            "Hamlet",
+            "First Player",
+            "Allan",
+            "Lord Polonius",
+            "King Claudius",
+        ] {
+            assert!(!is_group(one), "{one}");
+        }
+    }
 
     #[test]
     fn cue_shapes() {
