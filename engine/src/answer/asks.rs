@@ -410,6 +410,13 @@ const DEMONSTRATIVES_ZH: &[&str] = &[
 /// which a story often counts under other words (`there's but five upon this isle`, `Thirty
 /// fellows …`), and words that are not the noun counted (`how many more …`, `how many of …`).
 const COUNTED_LOOSELY: &[&str] = &["people", "persons", "times", "more", "of", "other", "ones"];
+/// Colour words, of which a span that answers "what colour …" holds one (English has few, and
+/// a story names them plainly: `His beard was grizzled`, `sable silver'd`).
+const COLOUR_WORDS: &[&str] = &[
+    "red", "white", "black", "blue", "green", "yellow", "brown", "grey", "gray", "pink", "purple",
+    "orange", "scarlet", "crimson", "golden", "gold", "silver", "sable", "grizzled", "azure",
+    "violet", "auburn", "flaxen", "ruddy", "pale", "dark", "fair",
+];
 /// Words of which a span that gives an age holds one ("how old …", `三岁`).
 const AGE_WORDS: &[&str] = &["year", "old", "age", "aged", "month"];
 
@@ -417,7 +424,7 @@ const AGE_WORDS: &[&str] = &["year", "old", "age", "aged", "month"];
 /// name is asked for (`the name of Kiyo's nephew` → `nephew`, `王熙凤的母亲叫什么名字` →
 /// `母亲`), the noun counted (`how many legs` → `leg`; not one of `COUNTED_LOOSELY`, a noun
 /// for someone of `WHO_NOUNS` or an agent noun in -ers / -ors, `dancers`, `sailors`), or the
-/// age (`how old` → a word for years or age). One of the words (English as stems, [`super::reader::stem`]; Chinese as
+/// age (`how old` → a word for years or age), or a colour (`what colour` → a colour word). One of the words (English as stems, [`super::reader::stem`]; Chinese as
 /// written) must occur; empty when the question names no such thing.
 ///
 /// A span that names someone without saying whose nephew they are does not give the
@@ -428,6 +435,15 @@ pub fn focus(question: &str) -> Vec<String> {
     let words: Vec<&str> = plain_words(&lower).collect();
     if words.windows(2).any(|w| w == ["how", "old"]) {
         return AGE_WORDS.iter().map(|w| super::reader::stem(w)).collect();
+    }
+    if words
+        .windows(2)
+        .any(|w| (w[0] == "what" || w[0] == "which") && (w[1] == "colour" || w[1] == "color"))
+    {
+        return COLOUR_WORDS
+            .iter()
+            .map(|w| super::reader::stem(w))
+            .collect();
     }
     if question.contains("几岁") || question.contains("多少岁") || question.contains("多大年纪")
     {

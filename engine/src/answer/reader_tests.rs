@@ -628,6 +628,13 @@ fn the_thing_asked_about_is_read_from_the_question() {
     ));
     assert!(mentions("his brothers' shop", &brother));
     assert!(!mentions("while I had to remain in Tokyo", &brother));
+    let colour = focus("What colour was the Ghost's beard?");
+    assert!(mentions("His beard was grizzled,--no?", &colour));
+    assert!(mentions("A sable silver'd.", &colour));
+    assert!(!mentions(
+        "Hail, many-colour'd messenger, that ne'er",
+        &colour
+    ));
     let legs = focus("How many legs does it have?");
     assert!(mentions("one leg", &legs) && mentions("its legs", &legs));
     assert!(!mentions("it was exactly three inches high", &legs));
