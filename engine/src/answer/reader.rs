@@ -555,32 +555,33 @@ pub fn candidates(
                     0.0
                 }
             };
+            // Who speaks a line answers "who says …": the label counts with the span, unless it
+            // names a group (an index built before groups were no entities still holds them).
+            // A place or work is named in the line, never by its label.
+            let fits = match question.wants {
+                Wants::Named => {
+                    let in_line =
+                        w.speaker.is_some() || super::spans::starts_with_speaker_label(&text);
+                    question.names_new(&text, graph, in_line)
+                }
+                Wants::Name => {
+                    question.fits(&text, graph)
+                        || w.speaker.as_ref().is_some_and(|l| {
+                            !crate::retrieval::script::is_group(l) && question.fits(l, graph)
+                        })
+                }
+                _ => question.fits(&text, graph),
+            };
+            let kind = match (fits, question.wants) {
+                (false, _) => 0.0,
+                (true, Wants::Name | Wants::Named) => NAME_FIT,
+                (true, _) => 1.0,
+            };
             out.push(Span {
                 passage: p,
                 lexical: share(&own),
                 lead: share(&stems(&w.before)),
-                // Who speaks a line answers "who says …": the label counts with the span. A
-                // place or work is named in the line, never by its label.
-                kind: if question.wants == Wants::Named {
-                    let in_line =
-                        w.speaker.is_some() || super::spans::starts_with_speaker_label(&text);
-                    if question.names_new(&text, graph, in_line) {
-                        NAME_FIT
-                    } else {
-                        0.0
-                    }
-                } else if question.fits(&text, graph)
-                    || (question.wants == Wants::Name
-                        && w.speaker.as_ref().is_some_and(|l| question.fits(l, graph)))
-                {
-                    if question.wants == Wants::Name {
-                        NAME_FIT
-                    } else {
-                        1.0
-                    }
-                } else {
-                    0.0
-                },
+                kind,
                 speaker: w.speaker,
                 rest: w.rest,
                 short: None,
