@@ -424,8 +424,9 @@ const AGE_WORDS: &[&str] = &["year", "old", "age", "aged", "month"];
 /// name is asked for (`the name of Kiyo's nephew` → `nephew`, `王熙凤的母亲叫什么名字` →
 /// `母亲`), the noun counted (`how many legs` → `leg`; not one of `COUNTED_LOOSELY`, a noun
 /// for someone of `WHO_NOUNS` or an agent noun in -ers / -ors, `dancers`, `sailors`), or the
-/// age (`how old` → a word for years or age), or a colour (`what colour` → a colour word). One of the words (English as stems, [`super::reader::stem`]; Chinese as
-/// written) must occur; empty when the question names no such thing.
+/// age (`how old` → a word for years or age), or a colour (`what colour` → a colour word).
+/// One of the words (English as stems, [`super::reader::stem`]; Chinese as written) must
+/// occur; empty when the question names no such thing.
 ///
 /// A span that names someone without saying whose nephew they are does not give the
 /// nephew's name: the reader abstains when the best span lacks it

@@ -304,6 +304,25 @@ fn a_line_inside_a_speech_answers_who_with_its_speaker() {
         .find(|s| s.text == "served Without grudge or grumblings.")
         .expect("the span");
     assert_eq!(inside.kind, 0.0);
+    // A group's label is no one, even where an index built before groups were no entities
+    // still holds it as an entity.
+    let chorus = "All: I have done thee worthy service, Told thee no lies, \
+                  made no mistakings, served Without grudge or grumblings. Dinah: Well.";
+    let old = EntityGraph::build(
+        &[],
+        &parse_aliases("a.tsv", b"All\nDinah").expect("aliases"),
+        &Default::default(),
+    )
+    .expect("graph");
+    let bm = Bm25Index::build([chorus], Default::default());
+    let asked = Asked::new(q, &bm, Some(&old));
+    let spans = candidates(&[ev("E1", chorus)], &asked, Some(&old), 60, 5);
+    let inside = spans
+        .iter()
+        .find(|s| s.text == "served Without grudge or grumblings.")
+        .expect("the span inside the chorus's line");
+    assert_eq!(inside.speaker.as_deref(), Some("All:"));
+    assert_eq!(inside.kind, 0.0);
 }
 
 #[test]
