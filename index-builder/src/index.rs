@@ -15,7 +15,7 @@ use lorekeeper_engine::format::weights::{Safetensors, WeightSource};
 use lorekeeper_engine::retrieval::{
     chunk_corpus, parse_aliases, recall_at_k, story_words, AliasEntry, Chunk, ChunkConfig,
     DenseIndex, ExpansionConfig, FusionConfig, FusionMethod, IndexConfig, IngestOptions, Lexicon,
-    RecallReport, StoryIndex,
+    RecallReport, StoryIndex, WideConfig, WideLayer,
 };
 use lorekeeper_engine::Backend;
 use serde::Serialize;
@@ -36,6 +36,10 @@ pub struct IndexOptions {
     pub strip_commentary: bool,
     /// Chunking.
     pub chunk: ChunkConfig,
+    /// Longest wide passage in characters, searched beside the chunks (0, or no more than the
+    /// chunks' `max_chars`: none; none either for a story mostly in CJK,
+    /// [`WideConfig::for_fusion`]; [`lorekeeper_engine::retrieval::wide`]).
+    pub wide_chars: usize,
     /// Bundle folder.
     pub out: PathBuf,
     /// Show a progress bar.
@@ -45,7 +49,8 @@ pub struct IndexOptions {
 }
 
 impl IndexOptions {
-    /// Defaults: chunks of ≤ 600 characters with one segment of overlap ([`ChunkConfig`]).
+    /// Defaults: chunks of ≤ 600 characters with one segment of overlap ([`ChunkConfig`]),
+    /// wide passages of ≤ 1,000 ([`WideConfig`]).
     pub fn new(corpus: Vec<PathBuf>, embedder: Option<PathBuf>, out: &Path) -> Self {
         IndexOptions {
             corpus,
@@ -53,6 +58,7 @@ impl IndexOptions {
             aliases: None,
             strip_commentary: false,
             chunk: ChunkConfig::default(),
+            wide_chars: WideConfig::default().max_chars,
             out: out.to_path_buf(),
             progress: false,
             dump_chunks: None,
@@ -69,6 +75,8 @@ pub struct IndexSummary {
     pub corpus_files: usize,
     /// Chunks indexed.
     pub chunks: usize,
+    /// Wide passages indexed beside them (0: none).
+    pub wide_passages: usize,
     /// Distinct chapters.
     pub chapters: usize,
     /// Embedding width (0 without an embedder).
@@ -145,6 +153,7 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
     let Ingested {
         corpus,
         chunks,
+        wide,
         chapters,
         aliases,
     } = ingest_corpus(o)?;
@@ -171,6 +180,23 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
     // 3. The story's words embedded for query expansion: stories mostly in Latin letters, with
     //    an embedder (module docs of `retrieval::expand`).
     let mut fusion = FusionConfig::for_story(chunks.iter().map(|c| c.text.as_str()));
+    // The wide passages' weights (none for a story mostly in CJK), and their vectors when
+    // their dense ranking counts.
+    let wide_config = WideConfig::for_fusion(fusion.method).map(|w| WideConfig {
+        max_chars: o.wide_chars,
+        ..w
+    });
+    let wide = if wide_config.is_some() {
+        wide
+    } else {
+        Vec::new()
+    };
+    let wide_vectors = match (&embedder, &wide_config) {
+        (Some(e), Some(w)) if w.dense > 0.0 && !wide.is_empty() => {
+            embed_chunks(b, e, &wide, o.progress)?.vectors
+        }
+        _ => None,
+    };
     let lexicon = match &embedder {
         Some(e) if fusion.method == FusionMethod::Convex => {
             let lexicon = embed_lexicon(b, e, &chunks)?;
@@ -193,6 +219,19 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
         StoryIndex::build(chunks, vectors.clone(), &aliases, config).map_err(engine_err)?;
     let lexicon_words = lexicon.as_ref().map_or(0, Lexicon::len);
     story.set_lexicon(lexicon).map_err(engine_err)?;
+    if let (false, Some(w)) = (wide.is_empty(), wide_config) {
+        let c = story.config();
+        let layer = WideLayer::build(
+            &wide,
+            wide_vectors.as_deref(),
+            story.chunks(),
+            w,
+            c.bm25,
+            &c.dense,
+        )
+        .map_err(engine_err)?;
+        story.set_wide(Some(layer)).map_err(engine_err)?;
+    }
     let recall = match (&vectors, story.dense()) {
         (Some(v), Some(d)) if v.len() >= 2 => Some(recall_probe(d, v)?),
         _ => None,
@@ -224,6 +263,7 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
         out: o.out.display().to_string(),
         corpus_files: o.corpus.len(),
         chunks: n_chunks,
+        wide_passages: wide.len(),
         chapters,
         dim,
         embed_seconds,
@@ -245,6 +285,8 @@ struct Ingested {
     corpus: Vec<CorpusFile>,
     /// Its chunks.
     chunks: Vec<Chunk>,
+    /// Its wide passages (none unless asked for and wider than the chunks).
+    wide: Vec<Chunk>,
     /// Distinct chapters among the chunks.
     chapters: usize,
     /// The alias file's entries (none without one).
@@ -282,6 +324,15 @@ fn ingest_corpus(o: &IndexOptions) -> Result<Ingested> {
         ..Default::default()
     };
     let chunks = chunk_corpus(&refs, &ingest, &o.chunk).map_err(engine_err)?;
+    let wide = if o.wide_chars > o.chunk.max_chars {
+        let c = ChunkConfig {
+            max_chars: o.wide_chars,
+            ..o.chunk.clone()
+        };
+        chunk_corpus(&refs, &ingest, &c).map_err(engine_err)?
+    } else {
+        Vec::new()
+    };
     let chapters = chunks
         .iter()
         .map(|c| c.chapter.as_str())
@@ -302,6 +353,7 @@ fn ingest_corpus(o: &IndexOptions) -> Result<Ingested> {
     Ok(Ingested {
         corpus,
         chunks,
+        wide,
         chapters,
         aliases,
     })

@@ -61,10 +61,15 @@ fn index_search_and_parts_in_either_order() {
     o.chunk.overlap_segments = 0;
     let s = build_index(&CpuBackend, &o).expect("index");
     assert!(s.chunks >= 3 && s.dim == 384, "{s:?}");
+    // Wide passages (1,000 characters: a chapter each here), BM25 only for an English story.
+    assert!(s.wide_passages >= 3 && s.wide_passages < s.chunks, "{s:?}");
     let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/qwen3-lora/base");
     build_model(&ModelOptions::new(&base, Quant::Q4, &out)).expect("model");
     ModelBundle::open_dir(&out).expect("model part");
     let ix = IndexBundle::open_dir(&out).expect("index part survives the model build");
+    let wide = ix.story.wide().expect("wide passages in the blob");
+    assert_eq!(wide.len(), s.wide_passages);
+    assert!(!wide.has_vectors());
 
     // Search: the embedder stored in the bundle embeds the query.
     let e = Embedder::from_index(&ix, &CpuBackend)
@@ -205,6 +210,8 @@ fn chinese_index_with_multilingual_e5() {
         .expect("dense");
     assert_eq!(e.spec.kind, "e5s1");
     assert_eq!(ix.story.chunks()[0].chapter, "第一回 灯塔");
+    // No wide passages for a story mostly in CJK (`WideConfig::for_fusion`).
+    assert!(ix.story.wide().is_none() && s.wide_passages == 0, "{s:?}");
     // A story mostly in CJK keeps RRF and gets no lexicon: its BM25 terms are bigrams.
     assert!(
         s.lexicon_words == 0 && ix.story.lexicon().is_none(),

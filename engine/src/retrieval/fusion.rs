@@ -174,8 +174,22 @@ pub fn fuse(
     graph: &[(u32, f32)],
     config: &FusionConfig,
 ) -> Vec<Fused> {
+    fuse_with(dense, sparse, graph, &[], config)
+}
+
+/// [`fuse`] with more rankings, each with its weight (the wide passages' dense and BM25
+/// rankings as the chunks they cover, [`super::wide`]): they earn as the three sources do
+/// ([`FusionMethod`]) and add to a document's fused score, with no rank of their own in
+/// [`Fused`].
+pub fn fuse_with(
+    dense: &[(u32, f32)],
+    sparse: &[(u32, f32)],
+    graph: &[(u32, f32)],
+    more: &[(&[(u32, f32)], f32)],
+    config: &FusionConfig,
+) -> Vec<Fused> {
     let mut by_doc: HashMap<u32, Fused> = HashMap::new();
-    let mut add = |ranking: &[(u32, f32)], weight: f32, slot: Slot| {
+    let mut add = |ranking: &[(u32, f32)], weight: f32, slot: Option<Slot>| {
         if weight <= 0.0 {
             return;
         }
@@ -199,19 +213,27 @@ pub fn fuse(
                 graph: None,
                 neighbor_of: None,
             });
-            // A document listed twice by one source counts at its best rank.
-            if slot(hit).is_none() {
-                *slot(hit) = Some(SourceRank {
-                    rank: rank as u32,
-                    score,
-                });
-                hit.fusion_score += earn(rank, score);
+            // A document listed twice by one source counts at its best rank (the rankings
+            // without a slot list each document once).
+            match slot {
+                Some(slot) if slot(hit).is_none() => {
+                    *slot(hit) = Some(SourceRank {
+                        rank: rank as u32,
+                        score,
+                    });
+                    hit.fusion_score += earn(rank, score);
+                }
+                Some(_) => {}
+                None => hit.fusion_score += earn(rank, score),
             }
         }
     };
-    add(dense, config.dense, |f| &mut f.dense);
-    add(sparse, config.sparse, |f| &mut f.sparse);
-    add(graph, config.graph, |f| &mut f.graph);
+    add(dense, config.dense, Some(|f| &mut f.dense));
+    add(sparse, config.sparse, Some(|f| &mut f.sparse));
+    add(graph, config.graph, Some(|f| &mut f.graph));
+    for &(ranking, weight) in more {
+        add(ranking, weight, None);
+    }
     let mut fused: Vec<Fused> = by_doc.into_values().collect();
     sort_fused(&mut fused);
     fused
@@ -315,6 +337,38 @@ mod tests {
             FusionConfig::for_story(["1, 2, 3 ..."]).method,
             FusionMethod::Convex
         );
+    }
+
+    /// More rankings earn by the same rule at their own weight, with no rank of their own,
+    /// and bring documents the three sources did not return.
+    #[test]
+    fn more_rankings_add_to_the_fused_score() {
+        let config = FusionConfig {
+            dense: 0.4,
+            sparse: 0.6,
+            ..FusionConfig::default()
+        };
+        let dense = [(7, 0.9), (3, 0.5), (5, 0.2)];
+        let sparse = [(3, 11.0), (9, 3.0)];
+        let wide = [(3, 7.0), (7, 6.0), (11, 1.0)];
+        let base = fuse(&dense, &sparse, &[], &config);
+        let fused = fuse_with(&dense, &sparse, &[], &[(&wide, 0.2)], &config);
+        let score = |f: &[Fused], d: u32| f.iter().find(|h| h.doc == d).map(|h| h.fusion_score);
+        for (d, w) in [(3, 1.0), (7, 5.0 / 6.0), (11, 0.0), (5, 0.0), (9, 0.0)] {
+            let want = score(&base, d).unwrap_or(0.0) + 0.2 * w;
+            let got = score(&fused, d).unwrap();
+            assert!((got - want).abs() < 1e-6, "doc {d}: {got} against {want}");
+        }
+        let eleven = fused.iter().find(|h| h.doc == 11).unwrap();
+        assert!(eleven.dense.is_none() && eleven.sparse.is_none());
+        // RRF: the same ranks earn `w / (k + r + 1)`.
+        let rrf = FusionConfig {
+            method: FusionMethod::Rrf,
+            ..config
+        };
+        let r = fuse_with(&dense, &[], &[], &[(&wide, 0.5)], &rrf);
+        let want = 0.4 / (5.0 + 2.0) + 0.5 / (5.0 + 1.0);
+        assert!((score(&r, 3).unwrap() - want).abs() < 1e-6);
     }
 
     #[test]

@@ -177,20 +177,20 @@ fn blob_round_trip() {
     assert_eq!(back.to_bytes().unwrap(), bytes);
 }
 
-/// A version-3 blob (the payload without the fusion method and the lexicon, its last two
-/// bytes here) reads with RRF and searches as the index it was written from did with RRF.
+/// A version-3 blob (the payload without the fusion method, the lexicon and the wide
+/// passages, its last three bytes here) reads with RRF and searches as the index it was written from did with RRF.
 #[test]
 fn version_3_blobs_read_as_rrf() {
     let mut config = small_config();
     config.fusion.method = FusionMethod::Convex;
     let index = build(config);
-    let v5 = index.to_bytes().unwrap();
+    let v6 = index.to_bytes().unwrap();
     assert_eq!(
-        v5[v5.len() - 2..],
-        [1, 0],
-        "Convex is postcard's variant 1, then `None` for the lexicon"
+        v6[v6.len() - 3..],
+        [1, 0, 0],
+        "Convex is postcard's variant 1, then `None` for the lexicon and the wide passages"
     );
-    let payload = &v5[HEADER_LEN..v5.len() - 2];
+    let payload = &v6[HEADER_LEN..v6.len() - 3];
     let mut v3 = frame(payload);
     v3[8..12].copy_from_slice(&FORMAT_VERSION_RRF.to_le_bytes());
     let back = StoryIndex::from_bytes(&v3).unwrap();
@@ -204,7 +204,7 @@ fn version_3_blobs_read_as_rrf() {
     let a = index.search(q, Some(&embed(q)), 4, Sources::ALL).unwrap();
     let b = back.search(q, Some(&embed(q)), 4, Sources::ALL).unwrap();
     assert_eq!(a, b);
-    // Written again, it is a version-5 blob.
+    // Written again, it is a blob of this build's version.
     let again = back.to_bytes().unwrap();
     assert_eq!(again[8..12], FORMAT_VERSION.to_le_bytes());
 }
@@ -267,11 +267,12 @@ fn expansion_finds_the_story_word_near_the_question_word() {
         .search_expanded("a puzzle?", None, &words, 3, Sources::SPARSE)
         .unwrap();
     assert_eq!(again, hits);
-    // Version 4: the same payload without its last byte (`None`), read without expansion.
+    // Version 4: the same payload without its last two bytes (`None`, `None`), read without
+    // expansion.
     let mut plain_index = build(small_config());
     plain_index.set_lexicon(None).unwrap();
-    let v5 = plain_index.to_bytes().unwrap();
-    let mut v4 = frame(&v5[HEADER_LEN..v5.len() - 1]);
+    let v6 = plain_index.to_bytes().unwrap();
+    let mut v4 = frame(&v6[HEADER_LEN..v6.len() - 2]);
     v4[8..12].copy_from_slice(&FORMAT_VERSION_NO_LEXICON.to_le_bytes());
     let old = StoryIndex::from_bytes(&v4).unwrap();
     assert!(old.lexicon().is_none());
@@ -293,6 +294,7 @@ fn expansion_finds_the_story_word_near_the_question_word() {
         dense: index.dense.as_ref(),
         config: &index.config,
         lexicon: Some(&narrow),
+        wide: None,
     })
     .unwrap();
     let err = StoryIndex::from_bytes(&frame(&payload)).unwrap_err();
@@ -320,7 +322,7 @@ fn corrupt_blobs_are_errors_not_panics() {
     let mut bad = bytes.clone();
     bad[8] = 9;
     assert!(msg(&bad).contains("format version 9"));
-    assert!(msg(&bad).contains("reads versions 3 to 5"));
+    assert!(msg(&bad).contains("reads versions 3 to 6"));
     // Flipped bits anywhere in the payload: the checksum catches them.
     let mut rng = Pcg32::new(1);
     for _ in 0..200 {
@@ -350,9 +352,166 @@ fn corrupt_blobs_are_errors_not_panics() {
         dense: index.dense.as_ref(),
         config: &index.config,
         lexicon: None,
+        wide: None,
     })
     .unwrap();
     assert!(msg(&reseal(&payload)).contains("BM25 index covers"));
+}
+
+/// The small index with wide passages of at most 260 characters (the chunks are cut at 120),
+/// their vectors at weight `dense` and their BM25 ranking at `sparse`; and the wide passages.
+fn with_wide(dense: f32, sparse: f32) -> (StoryIndex, Vec<Chunk>) {
+    let config = small_config();
+    let mut index = build(config.clone());
+    let wide = chunk_corpus(
+        &[("alice.txt", STORY.as_bytes())],
+        &IngestOptions::default(),
+        &ChunkConfig {
+            max_chars: 260,
+            ..config.chunk.clone()
+        },
+    )
+    .unwrap();
+    let vectors: Vec<Vec<f32>> = wide.iter().map(|c| embed(&c.text)).collect();
+    let wide_config = WideConfig {
+        max_chars: 260,
+        dense,
+        sparse,
+    };
+    let layer = WideLayer::build(
+        &wide,
+        Some(&vectors),
+        index.chunks(),
+        wide_config,
+        config.bm25,
+        &config.dense,
+    )
+    .unwrap();
+    index.set_wide(Some(layer)).unwrap();
+    (index, wide)
+}
+
+/// Min-max scaled scores per chunk of the wide passages' `ranking`, each chunk at the best of
+/// the passages covering it (0 where none of them is ranked): the reference for fusion.
+fn scaled_per_chunk(index: &StoryIndex, ranking: &[(u32, f32)]) -> Vec<f32> {
+    let wide = index.wide().unwrap();
+    let mut best: Vec<Option<f32>> = vec![None; index.chunks().len()];
+    for &(w, s) in ranking {
+        for &id in wide.covered(w as usize) {
+            let b = &mut best[id as usize];
+            *b = Some(b.map_or(s, |b: f32| b.max(s)));
+        }
+    }
+    let (lo, hi) = best
+        .iter()
+        .flatten()
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &s| {
+            (l.min(s), h.max(s))
+        });
+    best.iter()
+        .map(|b| match *b {
+            None => 0.0,
+            Some(s) if hi > lo => (s - lo) / (hi - lo),
+            Some(_) => 1.0,
+        })
+        .collect()
+}
+
+/// With wide passages, a chunk's fused score is its own plus the weight times the min-max
+/// scaled best BM25 score of the wide passages that cover it; a source searched alone reads no
+/// wide passage; the layer survives the blob, and a version-5 blob (without it) reads as an
+/// index without wide passages.
+#[test]
+fn wide_passages_add_their_scores_to_the_chunks_they_cover() {
+    let (mut index, wide) = with_wide(0.0, 0.6);
+    let mut plain = build(small_config());
+    let n = index.chunks().len();
+    assert!(wide.len() > 1 && wide.len() < n, "{} of {n}", wide.len());
+    let q = "What did the Dormouse tell about the treacle well and the three sisters?";
+    let v = embed(q);
+    let mut cfg = index.config().fusion.clone();
+    cfg.neighbors = 0;
+    let graph = index.config().graph.clone();
+    plain.set_search_config(cfg.clone(), graph.clone());
+    index.set_search_config(cfg.clone(), graph.clone());
+    let base = plain.search(q, Some(&v), n, Sources::ALL).unwrap();
+    let hits = index.search(q, Some(&v), n, Sources::ALL).unwrap();
+    let reference = Bm25Index::build(wide.iter().map(|c| c.text.as_str()), index.config().bm25);
+    let sparse = scaled_per_chunk(&index, &reference.search(q, wide.len()));
+    let mut lifted = 0;
+    for h in &hits {
+        let own = base
+            .iter()
+            .find(|b| b.id == h.id)
+            .map_or(0.0, |b| b.fusion_score);
+        let want = own + 0.6 * sparse[h.id as usize];
+        assert!(
+            (h.fusion_score - want).abs() < 1e-5,
+            "chunk {}: {} against {want}",
+            h.id,
+            h.fusion_score
+        );
+        lifted += usize::from(h.fusion_score > own + 1e-6);
+    }
+    assert!(lifted > 1, "{hits:?}");
+    // The wide passages' vectors count when weighed: the scores move again.
+    let (mut dense, _) = with_wide(0.5, 0.6);
+    dense.set_search_config(cfg.clone(), graph.clone());
+    let moved = dense.search(q, Some(&v), n, Sources::ALL).unwrap();
+    assert!(moved.iter().any(|m| hits
+        .iter()
+        .any(|h| h.id == m.id && h.fusion_score < m.fusion_score - 1e-3)));
+    // A source searched alone gives its own ranking.
+    for sources in [Sources::DENSE, Sources::SPARSE] {
+        assert_eq!(
+            index.search(q, Some(&v), 3, sources).unwrap(),
+            plain.search(q, Some(&v), 3, sources).unwrap()
+        );
+    }
+    // The blob keeps the wide passages: the same hits read back.
+    let mut back = StoryIndex::from_bytes(&index.to_bytes().unwrap()).unwrap();
+    assert_eq!(back.wide().map(WideLayer::len), Some(wide.len()));
+    back.set_search_config(cfg, graph);
+    assert_eq!(back.search(q, Some(&v), n, Sources::ALL).unwrap(), hits);
+    // Version 5: the payload without its last byte (`None`), read without wide passages.
+    let v6 = plain.to_bytes().unwrap();
+    let mut v5 = frame(&v6[HEADER_LEN..v6.len() - 1]);
+    v5[8..12].copy_from_slice(&FORMAT_VERSION_NO_WIDE.to_le_bytes());
+    let old = StoryIndex::from_bytes(&v5).unwrap();
+    assert!(old.wide().is_none());
+    assert_eq!(old.chunks(), index.chunks());
+}
+
+/// Wide passages that name a chunk the index lacks, or carry vectors of another width, are
+/// refused when set and when read.
+#[test]
+fn wide_passages_are_checked_against_the_index() {
+    let (index, _) = with_wide(0.3, 0.2);
+    let mut other = build(IndexConfig {
+        chunk: ChunkConfig {
+            max_chars: 400,
+            overlap_segments: 1,
+        },
+        ..small_config()
+    });
+    assert!(other.chunks().len() < index.chunks().len());
+    let bytes = index.to_bytes().unwrap();
+    let mut back = StoryIndex::from_bytes(&bytes).unwrap();
+    let layer = back.wide.take().unwrap();
+    let err = other.set_wide(Some(layer)).unwrap_err();
+    assert!(err.to_string().contains("covers chunk"), "{err}");
+    let payload = postcard::to_allocvec(&IndexRef {
+        chunks: &other.chunks,
+        bm25: &other.bm25,
+        graph: &other.graph,
+        dense: other.dense.as_ref(),
+        config: &other.config,
+        lexicon: None,
+        wide: index.wide(),
+    })
+    .unwrap();
+    let err = StoryIndex::from_bytes(&frame(&payload)).unwrap_err();
+    assert!(err.to_string().contains("wide passage"), "{err}");
 }
 
 #[test]

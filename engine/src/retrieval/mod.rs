@@ -24,7 +24,7 @@
 //! | 8..12 | format version, u32 little-endian ([`FORMAT_VERSION`]) |
 //! | 12..20 | payload length, u64 little-endian |
 //! | 20..28 | FNV-1a 64 checksum of the payload, u64 little-endian |
-//! | 28.. | postcard: chunks, BM25 index, entity graph, dense index, configuration, lexicon |
+//! | 28.. | postcard: chunks, BM25 index, entity graph, dense index, configuration, lexicon, wide passages |
 //!
 //! [`StoryIndex::from_bytes`] checks each header field, the checksum, that postcard consumes the
 //! payload exactly, and the structure of every part (postings, links and HNSW values point at
@@ -41,6 +41,7 @@ pub mod expand;
 pub mod fusion;
 pub mod graph;
 pub mod script;
+pub mod wide;
 
 use std::collections::HashMap;
 
@@ -55,12 +56,16 @@ pub use eval::{evaluate, parse_questions, EvalReport, Metrics, Question};
 pub use expand::{query_words, story_words, ExpansionConfig, Lexicon, StoryWords, WordVectors};
 pub use fusion::{Fused, FusionConfig, FusionMethod, SourceRank};
 pub use graph::{parse_aliases, AliasEntry, Entity, EntityGraph, EntitySource, GraphConfig};
+pub use wide::{WideConfig, WideLayer};
 
 /// The blob's magic bytes.
 pub const MAGIC: [u8; 8] = *b"LKSTORY\0";
-/// The blob format this build writes; it also reads [`FORMAT_VERSION_NO_LEXICON`] and
-/// [`FORMAT_VERSION_RRF`].
-pub const FORMAT_VERSION: u32 = 5;
+/// The blob format this build writes; it also reads [`FORMAT_VERSION_NO_WIDE`],
+/// [`FORMAT_VERSION_NO_LEXICON`] and [`FORMAT_VERSION_RRF`].
+pub const FORMAT_VERSION: u32 = 6;
+/// The blob format before the [`WideLayer`] (version 5): the same payload without the wide
+/// passages, its last field, so it reads as an index without them.
+pub const FORMAT_VERSION_NO_WIDE: u32 = 5;
 /// The blob format before the [`Lexicon`] (version 4): the same payload without the lexicon,
 /// its last field, so it reads as an index without query expansion.
 pub const FORMAT_VERSION_NO_LEXICON: u32 = 4;
@@ -184,6 +189,8 @@ pub struct StoryIndex {
     lexicon: Option<Lexicon>,
     /// Per chunk: the previous and next chunk of its chapter.
     adjacency: Vec<[Option<u32>; 2]>,
+    /// The story chunked again into wider passages, searched beside the chunks ([`wide`]).
+    wide: Option<WideLayer>,
 }
 
 /// The serialized fields, borrowed for writing.
@@ -195,6 +202,7 @@ struct IndexRef<'a> {
     dense: Option<&'a DenseIndex>,
     config: &'a IndexConfig,
     lexicon: Option<&'a Lexicon>,
+    wide: Option<&'a WideLayer>,
 }
 
 /// The serialized fields, owned for reading (same order as [`IndexRef`]).
@@ -206,6 +214,7 @@ struct IndexOwned {
     dense: Option<DenseIndex>,
     config: IndexConfig,
     lexicon: Option<Lexicon>,
+    wide: Option<WideLayer>,
 }
 
 impl StoryIndex {
@@ -240,6 +249,7 @@ impl StoryIndex {
             config,
             lexicon: None,
             adjacency,
+            wide: None,
         })
     }
 
@@ -292,6 +302,23 @@ impl StoryIndex {
             check_lexicon(l, self.dense.as_ref()).map_err(RetrievalError::Vectors)?;
         }
         self.lexicon = lexicon;
+        Ok(())
+    }
+
+    /// The wide passages, if the index has them ([`wide`]).
+    pub fn wide(&self) -> Option<&WideLayer> {
+        self.wide.as_ref()
+    }
+
+    /// Sets (or, with `None`, removes) the wide passages. They must cover chunks of this index
+    /// only, and their vectors be as wide as the chunks' (a wide passage is searched with the
+    /// same query vector).
+    pub fn set_wide(&mut self, wide: Option<WideLayer>) -> Result<()> {
+        if let Some(w) = &wide {
+            w.validate(self.chunks.len(), self.dense.as_ref().map(DenseIndex::dim))
+                .map_err(RetrievalError::Vectors)?;
+        }
+        self.wide = wide;
         Ok(())
     }
 
@@ -364,21 +391,35 @@ impl StoryIndex {
             }
             _ => Vec::new(),
         };
+        let mut terms = bm25::query_terms(query_text);
+        if let (true, Some(l), false) = (sources.sparse, &self.lexicon, words.is_empty()) {
+            l.expand(&mut terms, words)?;
+        }
         let sparse = if sources.sparse {
-            let mut terms = bm25::query_terms(query_text);
-            if let (Some(l), false) = (&self.lexicon, words.is_empty()) {
-                l.expand(&mut terms, words)?;
-            }
             self.bm25.search_terms(&terms, depth)
         } else {
             Vec::new()
         };
+        // The wide passages count beside the chunks, never for a source searched alone.
+        let wide = match &self.wide {
+            Some(w) if !alone => {
+                let vec = query_vec.filter(|_| sources.dense);
+                let none = std::collections::BTreeMap::new();
+                let t = if sources.sparse { &terms } else { &none };
+                let r = w.rankings(t, vec, fusion.candidates.max(k))?;
+                let c = w.config();
+                vec![(r.dense, c.dense), (r.sparse, c.sparse)]
+            }
+            _ => Vec::new(),
+        };
+        let more: Vec<(&[(u32, f32)], f32)> =
+            wide.iter().map(|(r, w)| (r.as_slice(), *w)).collect();
         let graph = if sources.graph {
             self.graph.search(query_text, depth, &self.config.graph)
         } else {
             Vec::new()
         };
-        let fused = fusion::fuse(&dense, &sparse, &graph, &fusion);
+        let fused = fusion::fuse_with(&dense, &sparse, &graph, &more, &fusion);
         let selected = fusion::select(fused, k, &fusion, |id, off| self.neighbor(id, off));
         Ok(selected
             .into_iter()
@@ -410,6 +451,7 @@ impl StoryIndex {
             dense: self.dense.as_ref(),
             config: &self.config,
             lexicon: self.lexicon.as_ref(),
+            wide: self.wide.as_ref(),
         })
         .map_err(|e| RetrievalError::Blob(format!("cannot serialize: {e}")))?;
         Ok(frame(&payload))
@@ -457,11 +499,12 @@ impl StoryIndex {
             return Err(blob("checksum mismatch: the payload is corrupt".into()));
         }
         // Older versions lack the last fields: append postcard's encodings of what they mean,
-        // `None` for the lexicon (version 4) and `FusionMethod::Rrf` before it (version 3),
-        // one zero byte each.
+        // `None` for the wide passages (version 5), `None` for the lexicon before them
+        // (version 4) and `FusionMethod::Rrf` before it (version 3), one zero byte each.
         let missing: &[u8] = match version {
-            FORMAT_VERSION_RRF => &[0, 0],
-            FORMAT_VERSION_NO_LEXICON => &[0],
+            FORMAT_VERSION_RRF => &[0, 0, 0],
+            FORMAT_VERSION_NO_LEXICON => &[0, 0],
+            FORMAT_VERSION_NO_WIDE => &[0],
             _ => &[],
         };
         let upgraded;
@@ -491,6 +534,10 @@ impl StoryIndex {
         if let Some(l) = &data.lexicon {
             check_lexicon(l, data.dense.as_ref()).map_err(blob)?;
         }
+        if let Some(w) = &data.wide {
+            w.validate(n, data.dense.as_ref().map(DenseIndex::dim))
+                .map_err(blob)?;
+        }
         let adjacency = adjacency(&data.chunks);
         Ok(StoryIndex {
             chunks: data.chunks,
@@ -500,6 +547,7 @@ impl StoryIndex {
             config: data.config,
             lexicon: data.lexicon,
             adjacency,
+            wide: data.wide,
         })
     }
 }

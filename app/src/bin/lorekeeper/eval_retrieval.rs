@@ -38,6 +38,9 @@ pub struct Args {
     /// adds
     #[arg(long)]
     no_expansion: bool,
+    /// Search without the index's wide passages, to measure what they add
+    #[arg(long)]
+    no_wide: bool,
     /// Also evaluate every fusion weighting of the fitting grid and print the best (with
     /// `--json`, all of them)
     #[arg(long)]
@@ -162,6 +165,9 @@ fn eval_retrieval_on<B: Backend>(b: &B, a: &Args) -> Result<()> {
     let mut ix = open_index(&a.bundle)?;
     if let Some(path) = &a.fusion {
         override_fusion(&mut ix.story, path)?;
+    }
+    if a.no_wide {
+        ix.story.set_wide(None)?;
     }
     let bytes =
         std::fs::read(questions).with_context(|| format!("reading {}", questions.display()))?;

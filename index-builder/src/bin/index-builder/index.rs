@@ -29,6 +29,10 @@ pub struct Args {
     /// Largest chunk in characters
     #[arg(long, default_value_t = 600)]
     max_chars: usize,
+    /// Largest wide passage in characters: the story is chunked a second time this wide and
+    /// searched beside its chunks (0, or no more than --max-chars: none)
+    #[arg(long, default_value_t = 1000)]
+    wide_chars: usize,
     /// Embed on the GPU (wgpu) instead of the CPU reference
     #[arg(long)]
     gpu: bool,
@@ -50,6 +54,7 @@ pub fn run(args: Args) -> Result<()> {
     o.strip_commentary = args.strip_commentary;
     o.dump_chunks = args.dump_chunks;
     o.chunk.max_chars = args.max_chars;
+    o.wide_chars = args.wide_chars;
     o.progress = std::io::stderr().is_terminal();
     let s = if args.gpu {
         let ctx = lorekeeper_engine::GpuContext::new_blocking(
@@ -63,8 +68,13 @@ pub fn run(args: Args) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {
         eprintln!(
-            "index-builder: indexed {} chunks from {} file(s) into {} ({} chapters{}) in {:.1} s",
+            "index-builder: indexed {} chunks{} from {} file(s) into {} ({} chapters{}) in {:.1} s",
             s.chunks,
+            if s.wide_passages > 0 {
+                format!(" and {} wide passages", s.wide_passages)
+            } else {
+                String::new()
+            },
             s.corpus_files,
             s.out,
             s.chapters,
