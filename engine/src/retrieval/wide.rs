@@ -1,6 +1,7 @@
 //! Wide passages: the same story chunked a second time into longer passages (1,000 characters
-//! by default, [`WideConfig::max_chars`]), with their own BM25 index and vectors, searched beside
-//! the story's chunks and counted for the chunks each one covers.
+//! by default, [`WideConfig::max_chars`]), with their own BM25 index (and vectors where their
+//! dense ranking is weighed), searched beside the story's chunks and counted for the chunks each
+//! one covers.
 //!
 //! A question is often written from two or three sentences that a 600-character chunk cuts
 //! apart, or about a chunk whose words are few and the context around it many: the chunk
