@@ -417,6 +417,45 @@ const COLOUR_WORDS: &[&str] = &[
     "orange", "scarlet", "crimson", "golden", "gold", "silver", "sable", "grizzled", "azure",
     "violet", "auburn", "flaxen", "ruddy", "pale", "dark", "fair",
 ];
+/// Words after "how much" that ask for a sum of money (`How much did the bath cost`, `How much
+/// rent did Red Shirt pay`).
+const MONEY_ASKS: &[&str] = &[
+    "money", "pay", "paid", "pays", "cost", "costs", "earn", "earned", "earns", "rent", "income",
+    "salary", "wage", "wages", "price", "fee", "charge", "charged", "owe", "owed", "spend",
+    "spent", "sell", "sold", "buy", "bought", "lend", "lent", "borrow", "borrowed",
+];
+/// Units of money, of which a span that gives a sum holds one (`600 yen`, `three sen`, `three
+/// thousand crowns`); `£` `€` `¥` as written. The plurals in -ings are listed too: the stem of
+/// `shilling` is `shill`, of `shillings` `shilling` ([`super::reader::stem`]).
+const MONEY_WORDS: &[&str] = &[
+    "yen",
+    "sen",
+    "rin",
+    "ryo",
+    "crown",
+    "ducat",
+    "pound",
+    "shilling",
+    "shillings",
+    "penny",
+    "pence",
+    "farthing",
+    "farthings",
+    "guinea",
+    "sovereign",
+    "dollar",
+    "cent",
+    "franc",
+    "mark",
+    "florin",
+    "groat",
+    "talent",
+    "rupee",
+    "coin",
+    "£",
+    "€",
+    "¥",
+];
 /// Words of which a span that gives an age holds one ("how old …", `三岁`).
 const AGE_WORDS: &[&str] = &["year", "old", "age", "aged", "month"];
 
@@ -424,7 +463,8 @@ const AGE_WORDS: &[&str] = &["year", "old", "age", "aged", "month"];
 /// name is asked for (`the name of Kiyo's nephew` → `nephew`, `王熙凤的母亲叫什么名字` →
 /// `母亲`), the noun counted (`how many legs` → `leg`; not one of `COUNTED_LOOSELY`, a noun
 /// for someone of `WHO_NOUNS` or an agent noun in -ers / -ors, `dancers`, `sailors`), or the
-/// age (`how old` → a word for years or age), or a colour (`what colour` → a colour word).
+/// age (`how old` → a word for years or age), a colour (`what colour` → a colour word), or a
+/// sum of money (`how much … cost / pay / rent …` → a unit of money).
 /// One of the words (English as stems, [`super::reader::stem`]; Chinese as written) must
 /// occur; empty when the question names no such thing.
 ///
@@ -445,6 +485,11 @@ pub fn focus(question: &str) -> Vec<String> {
             .iter()
             .map(|w| super::reader::stem(w))
             .collect();
+    }
+    if let Some(i) = words.windows(2).position(|w| w == ["how", "much"]) {
+        if words[i + 2..].iter().any(|w| MONEY_ASKS.contains(w)) {
+            return MONEY_WORDS.iter().map(|w| super::reader::stem(w)).collect();
+        }
     }
     if question.contains("几岁") || question.contains("多少岁") || question.contains("多大年纪")
     {

@@ -630,7 +630,14 @@ fn the_thing_asked_about_is_read_from_the_question() {
     assert_eq!(f("How many bowls of tempura did he eat?"), "bowl");
     assert_eq!(f("How many people are on the island?"), "");
     assert_eq!(f("How many dancers performed the sword dance?"), "");
-    assert_eq!(f("How much money did Kiyo send?"), "");
+    // Sums of money: a unit of money; "how much" of anything else names no thing.
+    assert_eq!(
+        f("How much money did Kiyo send?"),
+        "yen / sen / rin / ryo / crown / ducat / pound / shill / shilling / penny / pence / \
+         farth / farthing / guinea / sovereign / dollar / cent / franc / mark / florin / groat / \
+         talent / rupee / coin / £ / € / ¥"
+    );
+    assert_eq!(f("How much of the cake did Alice eat?"), "");
     // Ages.
     assert_eq!(f("How old is Prospero?"), "year / old / age / aged / month");
     assert_eq!(f("甄士隐的女儿当时几岁？"), "岁");
@@ -654,6 +661,29 @@ fn the_thing_asked_about_is_read_from_the_question() {
         "Hail, many-colour'd messenger, that ne'er",
         &colour
     ));
+    // A sum of money is given in a unit of money; "how much" of anything else asks for none.
+    let rent = focus("How much rent did Red Shirt pay for his house?");
+    assert!(mentions("It was nine yen and fifty sen a month,", &rent));
+    assert!(mentions("three thousand crowns in annual fee;", &rent));
+    assert!(mentions("it cost me £3", &rent));
+    assert!(mentions("for two shillings and a farthing", &rent));
+    assert!(mentions("a shilling", &rent));
+    assert!(!mentions(
+        "I started for his house at about 4 o'clock.",
+        &rent
+    ));
+    assert!(!mentions(
+        "In thee there is not half an hour of life;",
+        &rent
+    ));
+    assert!(focus("How much did Alice drink from the bottle?").is_empty());
+    let best = Span::of(0, "I started for his house at about 4 o'clock.");
+    let why = kind_shortfall(
+        "How much is Red Shirt paid each month?",
+        Wants::Number,
+        Some(&Span { kind: 1.0, ..best }),
+    );
+    assert!(why.is_some_and(|w| w.contains("does not mention")));
     let legs = focus("How many legs does it have?");
     assert!(mentions("one leg", &legs) && mentions("its legs", &legs));
     assert!(!mentions("it was exactly three inches high", &legs));
