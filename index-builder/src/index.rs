@@ -152,8 +152,8 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
     // 1. Corpus → chunks.
     let Ingested {
         corpus,
+        inputs,
         chunks,
-        wide,
         chapters,
         aliases,
     } = ingest_corpus(o)?;
@@ -180,17 +180,19 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
     // 3. The story's words embedded for query expansion: stories mostly in Latin letters, with
     //    an embedder (module docs of `retrieval::expand`).
     let mut fusion = FusionConfig::for_story(chunks.iter().map(|c| c.text.as_str()));
-    // The wide passages' weights (none for a story mostly in CJK), and their vectors when
-    // their dense ranking counts.
-    let wide_config = WideConfig::for_fusion(fusion.method).map(|w| WideConfig {
-        max_chars: o.wide_chars,
-        ..w
-    });
-    let wide = if wide_config.is_some() {
-        wide
-    } else {
-        Vec::new()
+    // The wide passages (none for a story mostly in CJK, nor unless wider than the chunks),
+    // and their vectors when their dense ranking counts.
+    let wide_config = WideConfig::for_fusion(fusion.method)
+        .filter(|_| o.wide_chars > o.chunk.max_chars)
+        .map(|w| WideConfig {
+            max_chars: o.wide_chars,
+            ..w
+        });
+    let wide = match &wide_config {
+        Some(w) => chunk_inputs(o, &inputs, w.max_chars)?,
+        None => Vec::new(),
     };
+    drop(inputs);
     let wide_vectors = match (&embedder, &wide_config) {
         (Some(e), Some(w)) if w.dense > 0.0 && !wide.is_empty() => {
             embed_chunks(b, e, &wide, o.progress)?.vectors
@@ -283,10 +285,10 @@ pub fn build_index<B: Backend>(b: &B, o: &IndexOptions) -> Result<IndexSummary> 
 struct Ingested {
     /// The corpus files, for the manifest.
     corpus: Vec<CorpusFile>,
+    /// The corpus files' names and bytes, for a second chunking (the wide passages).
+    inputs: Vec<(String, Vec<u8>)>,
     /// Its chunks.
     chunks: Vec<Chunk>,
-    /// Its wide passages (none unless asked for and wider than the chunks).
-    wide: Vec<Chunk>,
     /// Distinct chapters among the chunks.
     chapters: usize,
     /// The alias file's entries (none without one).
@@ -315,24 +317,7 @@ fn ingest_corpus(o: &IndexOptions) -> Result<Ingested> {
             detail: "no corpus files given".into(),
         });
     }
-    let refs: Vec<(&str, &[u8])> = inputs
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
-        .collect();
-    let ingest = IngestOptions {
-        strip_commentary: o.strip_commentary,
-        ..Default::default()
-    };
-    let chunks = chunk_corpus(&refs, &ingest, &o.chunk).map_err(engine_err)?;
-    let wide = if o.wide_chars > o.chunk.max_chars {
-        let c = ChunkConfig {
-            max_chars: o.wide_chars,
-            ..o.chunk.clone()
-        };
-        chunk_corpus(&refs, &ingest, &c).map_err(engine_err)?
-    } else {
-        Vec::new()
-    };
+    let chunks = chunk_inputs(o, &inputs, o.chunk.max_chars)?;
     let chapters = chunks
         .iter()
         .map(|c| c.chapter.as_str())
@@ -352,11 +337,33 @@ fn ingest_corpus(o: &IndexOptions) -> Result<Ingested> {
     };
     Ok(Ingested {
         corpus,
+        inputs,
         chunks,
-        wide,
         chapters,
         aliases,
     })
+}
+
+/// Ingests the corpus `inputs` (name, bytes) and chunks them at `max_chars`, the chunks' other
+/// settings from `o`: the chunks, and the wide passages ([`WideConfig::max_chars`]).
+fn chunk_inputs(
+    o: &IndexOptions,
+    inputs: &[(String, Vec<u8>)],
+    max_chars: usize,
+) -> Result<Vec<Chunk>> {
+    let refs: Vec<(&str, &[u8])> = inputs
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let ingest = IngestOptions {
+        strip_commentary: o.strip_commentary,
+        ..Default::default()
+    };
+    let config = ChunkConfig {
+        max_chars,
+        ..o.chunk.clone()
+    };
+    chunk_corpus(&refs, &ingest, &config).map_err(engine_err)
 }
 
 /// Step 2's result: the chunk vectors (none without an embedder), the time spent embedding

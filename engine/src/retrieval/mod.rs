@@ -404,8 +404,7 @@ impl StoryIndex {
         let wide = match &self.wide {
             Some(w) if !alone => {
                 let vec = query_vec.filter(|_| sources.dense);
-                let none = std::collections::BTreeMap::new();
-                let t = if sources.sparse { &terms } else { &none };
+                let t = sources.sparse.then_some(&terms);
                 let r = w.rankings(t, vec, fusion.candidates.max(k))?;
                 let c = w.config();
                 vec![(r.dense, c.dense), (r.sparse, c.sparse)]

@@ -238,10 +238,11 @@ impl WideLayer {
     }
 
     /// The wide passages' rankings for BM25 `terms` and `query_vec`, each read `depth` deep,
-    /// as the chunks they cover ([`WideRankings`]). A side of weight 0 is not searched.
+    /// as the chunks they cover ([`WideRankings`]). A side of weight 0, or without its query,
+    /// is not searched.
     pub fn rankings(
         &self,
-        terms: &std::collections::BTreeMap<String, f32>,
+        terms: Option<&std::collections::BTreeMap<String, f32>>,
         query_vec: Option<&[f32]>,
         depth: usize,
     ) -> Result<WideRankings> {
@@ -250,10 +251,9 @@ impl WideLayer {
             (Some(v), Some(d)) if self.config.dense > 0.0 => d.search(v, depth)?,
             _ => Vec::new(),
         };
-        let sparse = if self.config.sparse > 0.0 {
-            self.bm25.search_terms(terms, depth)
-        } else {
-            Vec::new()
+        let sparse = match terms {
+            Some(t) if self.config.sparse > 0.0 => self.bm25.search_terms(t, depth),
+            _ => Vec::new(),
         };
         Ok(WideRankings {
             dense: self.to_chunks(&dense),
@@ -374,7 +374,7 @@ mod tests {
         .unwrap();
         let q = "w1x3y2 w2x5y4";
         let terms = super::super::bm25::query_terms(q);
-        let r = layer.rankings(&terms, None, 50).unwrap();
+        let r = layer.rankings(Some(&terms), None, 50).unwrap();
         assert!(r.dense.is_empty());
         let own = Bm25Index::build(wide.iter().map(|c| c.text.as_str()), Bm25Params::default())
             .search(q, 50);
