@@ -37,8 +37,8 @@ const NUMBER_ASKS: &[&str] = &[
 ];
 /// Chinese question words that ask for a number.
 const NUMBER_ASKS_ZH: &[&str] = &["多少", "几", "多大", "多久", "哪年", "何年"];
-/// English words that ask for a name.
-const NAME_ASKS: &[&str] = &["who", "whom", "whose", "name", "named", "names"];
+/// English words that ask for a name (a surname is one: "What is Alice's surname?").
+const NAME_ASKS: &[&str] = &["who", "whom", "whose", "name", "named", "names", "surname"];
 /// Nouns for someone (or some creature) that ask for a name after "which" or "what" ("which
 /// character says …", "what animal does Alice see …"): in a script most questions about a
 /// line ask for its speaker this way.
@@ -266,7 +266,6 @@ const NAMING_WORDS: &[&str] = &[
     "called",
     "call'd",
     "calling",
-    "known as",
 ];
 /// Titles that only come before a name (`Mr. Yoshikawa`, `Miss Su-chan`), as written: `miss`
 /// and `dr` are other words in lower case.
@@ -278,8 +277,24 @@ const NAME_TITLES: &[&str] = &["Mr", "Mrs", "Miss", "Dr", "Mister"];
 /// span that only mentions someone: asked for the name of the narrator's brother, "My brother
 /// was to be seen studying English hard" names a language, not him.
 pub fn gives_a_name(text: &str) -> bool {
-    holds_phrase(text, NAMING_WORDS, &[]) || plain_words(text).any(|w| NAME_TITLES.contains(&w))
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = plain_words(&lower).collect();
+    let naming = words.iter().enumerate().any(|(i, w)| {
+        NAMING_WORDS.contains(w)
+            && !(w.starts_with("call")
+                && words.get(i + 1).is_some_and(|n| CALL_PARTICLES.contains(n)))
+    });
+    naming
+        || holds_phrase(text, &["known as"], &[])
+        || plain_words(text).any(|w| NAME_TITLES.contains(&w))
 }
+
+/// Words after "call" that make it another verb than naming: "called out `First witness!'",
+/// "called after her", "called for the executioner" name no one.
+const CALL_PARTICLES: &[&str] = &[
+    "out", "to", "after", "for", "back", "upon", "on", "up", "in", "aloud", "over", "off", "at",
+    "across",
+];
 
 /// Does the English `question` ask for a name as such (`NAME_WORDS`, and not "who …": "Who
 /// tells Hamlet … a land worth nothing except its name?" asks for someone)? Its answer must be

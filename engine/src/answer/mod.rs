@@ -43,7 +43,7 @@ use crate::backend::Backend;
 use crate::embed::Embedder;
 use crate::error::{EngineError, Result};
 use crate::generate::{now_ms, SamplingParams};
-use crate::retrieval::{Hit, Sources, StoryIndex};
+use crate::retrieval::{Hit, Sources, StoryIndex, WordVectors};
 use evidence::{BriefLimits, Evidence};
 use grammar::{GrammarVocab, TextCaps};
 use recover::ParseOutcome;
@@ -228,6 +228,18 @@ impl<B: Backend> Retriever<'_, B> {
         query: &str,
         k: usize,
     ) -> Result<(Vec<Hit>, Option<Vec<f32>>)> {
+        let (hits, qv, _) = self.search_with_words(b, query, k).await?;
+        Ok((hits, qv))
+    }
+
+    /// [`Retriever::search_embedded`], also returning the query's words with their vectors
+    /// (what BM25's query was expanded from; empty without an embedder or a lexicon).
+    pub async fn search_with_words(
+        &self,
+        b: &B,
+        query: &str,
+        k: usize,
+    ) -> Result<(Vec<Hit>, Option<Vec<f32>>, WordVectors)> {
         let (qv, words) = match self.embedder {
             Some(e) => {
                 let (qv, words) = e.embed_search(b, self.index, query).await?;
@@ -238,7 +250,7 @@ impl<B: Backend> Retriever<'_, B> {
         let hits = self
             .index
             .search_expanded(query, qv.as_deref(), &words, k, Sources::ALL)?;
-        Ok((hits, qv))
+        Ok((hits, qv, words))
     }
 
     /// The weak-retrieval threshold of `cfg` for the embedder's kind (`None`: no embedder, or

@@ -118,6 +118,168 @@ pub fn new_names(
     new
 }
 
+/// Verbs of speech that stand beside the name of who speaks (`said the Mock Turtle`, `Alice
+/// replied`).
+const SPEECH_VERBS: &[&str] = &[
+    "said",
+    "says",
+    "say",
+    "asked",
+    "asks",
+    "replied",
+    "replies",
+    "cried",
+    "cries",
+    "answered",
+    "answers",
+    "shouted",
+    "exclaimed",
+    "whispered",
+    "thought",
+    "added",
+    "continued",
+    "began",
+    "remarked",
+    "muttered",
+    "interrupted",
+    "repeated",
+    "went",
+];
+/// Titles and nouns for someone that stand before a name (`Mr. Koga`, `teacher Hotta`).
+const SOMEONE_BEFORE: &[&str] = &[
+    "mr",
+    "mrs",
+    "miss",
+    "dr",
+    "mister",
+    "madam",
+    "sir",
+    "professor",
+    "teacher",
+    "master",
+    "brother",
+    "sister",
+    "uncle",
+    "aunt",
+    "father",
+    "mother",
+    "friend",
+    "dear",
+    "poor",
+];
+
+/// Does `span` show the name at `at` (a phrase of [`new_names`], holding the story's entities
+/// `inside`) to be someone's, not a place's or a work's? A script's speaker is someone (the
+/// lexicon says so: [`crate::retrieval::EntitySource::Speaker`]); in the span, so is a name a
+/// verb of speech stands beside (`said the Mock Turtle`, `Alice replied`), one a title or a
+/// noun for someone comes before (`Mr. Koga`, `teacher Hotta`), and one spoken to: between
+/// commas at the start of a quotation (`` `Why, Mary Ann, what ARE you doing'' ``).
+pub fn is_someone(span: &str, at: Range<usize>, inside: &[u32], graph: &EntityGraph) -> bool {
+    if inside.iter().any(|&e| {
+        graph
+            .entities()
+            .get(e as usize)
+            .is_some_and(|x| x.source == crate::retrieval::EntitySource::Speaker)
+    }) {
+        return true;
+    }
+    // The capitalised words just before the phrase are the rest of the name (`Mary` where a
+    // span opened at `Mary Ann` and only `Ann` was read as a name).
+    let mut start = at.start;
+    while let Some((s, w)) = word_before(span, start) {
+        if !(w.chars().next().is_some_and(char::is_uppercase) && w.chars().any(char::is_lowercase))
+        {
+            break;
+        }
+        if SOMEONE_BEFORE.contains(&w.to_lowercase().trim_end_matches('.')) {
+            return true;
+        }
+        start = s;
+    }
+    let (Some(before), Some(after)) = (span.get(..start), span.get(at.end..)) else {
+        return false;
+    };
+    let lower = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    let mut back = before.split_whitespace().rev().map(lower);
+    let last = back.next().unwrap_or_default();
+    let last = if last == "the" {
+        back.next().unwrap_or_default()
+    } else {
+        last
+    };
+    let next = after
+        .split_whitespace()
+        .next()
+        .map(lower)
+        .unwrap_or_default();
+    if SPEECH_VERBS.contains(&last.as_str())
+        || SOMEONE_BEFORE.contains(&last.as_str())
+        || SPEECH_VERBS.contains(&next.as_str())
+    {
+        return true;
+    }
+    // Spoken to: a comma or a mark after the name, and before it the opening of a quotation
+    // with at most one word between (`` `Why, `` `` `Pat, ``).
+    let addressed_after = after.trim_start().starts_with([',', '!', '?']);
+    let opening = before.rfind(['`', '"', '“', '‘']);
+    addressed_after
+        && opening.is_some_and(|o| {
+            let between = &before[o + 1..];
+            between.split_whitespace().count() <= 1
+                && (between.trim().is_empty() || between.trim_end().ends_with(','))
+        })
+}
+
+/// Words for a people or a language, capitalised as names are (`French and music`, `the
+/// Danish march`), that name no place or work alone.
+const DEMONYMS: &[&str] = &[
+    "English",
+    "French",
+    "Latin",
+    "Greek",
+    "German",
+    "Spanish",
+    "Italian",
+    "Dutch",
+    "Danish",
+    "Dane",
+    "Danes",
+    "Norwegian",
+    "Swedish",
+    "Polish",
+    "Russian",
+    "Scottish",
+    "Irish",
+    "Welsh",
+    "British",
+    "European",
+    "African",
+    "American",
+    "Indian",
+    "Japanese",
+    "Chinese",
+    "Neapolitan",
+    "Roman",
+    "Hebrew",
+    "Arabic",
+    "Turkish",
+];
+
+/// Is `name` (a name phrase, the `the` before it included) one word for a people or a
+/// language ([`DEMONYMS`])?
+pub fn is_demonym(name: &str) -> bool {
+    let name = name.trim();
+    let name = name
+        .strip_prefix("the ")
+        .or_else(|| name.strip_prefix("The "))
+        .unwrap_or(name);
+    let name = name.strip_suffix("'s").unwrap_or(name);
+    DEMONYMS.contains(&name)
+}
+
 /// The name `span` (a span of passage `passage` of `evidence`) gives beyond those `question`
 /// gives (`asked`: the entities it names): `None` unless exactly one of its name phrases is
 /// new (module docs).
@@ -336,7 +498,8 @@ fn word_after(text: &str, start: usize) -> Option<(usize, &str)> {
 /// Does a sentence start at byte `at` of `text` (nothing before it but spaces, or a sentence
 /// end, a colon, an opening quote or bracket)?
 fn starts_sentence(text: &str, at: usize) -> bool {
-    let before = text[..at].trim_end();
+    // A closing bracket after a sentence's end (`(Which was very likely true.) Down`).
+    let before = text[..at].trim_end().trim_end_matches([')', ']']);
     before
         .chars()
         .next_back()

@@ -22,7 +22,10 @@
 //!   question asks for ([`Wants`]: a name for "who …", a number for "how many …", quoted
 //!   words for "what did … say", a cause for "why …"), else 0.
 //!
-//! A span that adds no term beyond the question's answers nothing and is dropped. The best
+//! A span that adds no term beyond the question's answers nothing and is dropped; a best span
+//! that holds none of the question's words beyond its names (nor a story word near one, by the
+//! index's encoder) speaks of the people asked about but not of what is asked, and the reader
+//! abstains ([`Span::topic`], [`kind_shortfall`]). The best
 //! span's score is the evidence's answer confidence: under a configured floor the pipeline
 //! abstains, with the best passages as snippets (none by default: [`default_floor`]). The
 //! grammar then lets the model choose among the best spans only, and its quote, its first fact
@@ -206,8 +209,11 @@ pub fn shortfall(
 /// name the question lacks, or several); whatever the kind, when the span does not mention
 /// the thing the question asks about ([`super::asks::focus`]: the nephew whose name is asked,
 /// the legs counted, an age); and for a name as such, when the span gives no name as a name
-/// ([`super::asks::gives_a_name`]: named, called, `Mr. …`). `None` when it gives what is
-/// asked, or the question asks for none of these.
+/// ([`super::asks::gives_a_name`]: named, called, `Mr. …`); and whatever the question asks,
+/// when the span, with the clause before it and the rest of its sentence, holds none of the
+/// question's words beyond its names, nor a story word near one of them ([`Span::topic`]:
+/// "What does the Queen of Hearts eat for breakfast?" → `came THE KING AND QUEEN OF
+/// HEARTS.`). `None` when it gives what is asked, or the question asks for none of these.
 ///
 /// On the four English sets (263 answerable and 54 on-story unanswerable questions) the
 /// kind of answer the best span lacks is the one signal that tells them apart (README,
@@ -246,6 +252,11 @@ pub fn kind_shortfall(question: &str, wants: Wants, best: Option<&Span>) -> Opti
                 .to_string(),
         );
     }
+    if best.topic <= 0.0 {
+        return Some(
+            "the best span speaks of what the question names but of nothing it asks".to_string(),
+        );
+    }
     None
 }
 
@@ -280,6 +291,13 @@ pub struct Span {
     /// [`NAME_FIT`] for a name.
     #[serde(default)]
     pub kind: f32,
+    /// The idf-weighted share of the question's terms beyond its names ([`Asked::name_terms`])
+    /// that the span holds with the clause before it and the rest of its sentence, a term's
+    /// nearest story words counting as the term ([`Asked::neighbours`]); 1 when the question
+    /// has none. At 0 the span speaks of the people the question names but of nothing it
+    /// asks, and the reader abstains ([`kind_shortfall`]).
+    #[serde(default = "one")]
+    pub topic: f32,
     /// Its passage's retrieval score over the best passage's (1 for the best passage).
     #[serde(default)]
     pub prior: f32,
@@ -311,6 +329,7 @@ impl Span {
         Span {
             passage,
             text: text.into(),
+            topic: 1.0,
             ..Span::default()
         }
     }
@@ -350,6 +369,31 @@ impl Span {
     }
 }
 
+/// Words by which a question frames what it asks rather than say it ("According to the
+/// Queen, …", "in the story", "the narrator" for the "I" of a story told in the first
+/// person): a span need not hold them to speak of what is asked.
+const FRAMING_WORDS: &[&str] = &[
+    "according",
+    "story",
+    "novel",
+    "book",
+    "play",
+    "chapter",
+    "scene",
+    "act",
+    "narrator",
+];
+
+/// The story words read as one question word's ([`Asked::with_neighbours`]): at most this
+/// many, nearest first.
+pub const NEIGHBOURS: usize = 8;
+/// ... and none further from it than this cosine.
+pub const NEIGHBOUR_COSINE: f32 = 0.45;
+
+fn one() -> f32 {
+    1.0
+}
+
 /// English number words (lower case); digits count too. Not `one` nor `once`: English counts
 /// with them less than it says "one day", "one could …" (on the four English sets the best
 /// span of 5 on-story unanswerable "how old / how much" questions gave no count but `one`).
@@ -375,6 +419,10 @@ pub struct Asked {
     pub entities: Vec<u32>,
     /// The question as written (a name it gives is no answer: [`super::naming::new_names`]).
     pub question: String,
+    /// For its terms, the story's words nearest to them by the index's encoder (BM25 terms,
+    /// [`Asked::with_neighbours`]): a span that says `invitation` speaks of the `message`
+    /// asked about.
+    pub neighbours: Vec<(String, Vec<String>)>,
 }
 
 impl Asked {
@@ -390,19 +438,72 @@ impl Asked {
                     .collect()
             }),
             question: question.to_string(),
+            neighbours: Vec::new(),
         }
+    }
+
+    /// Reads, for each of the question's `words` (with their vectors, as the story index's
+    /// BM25 query was expanded from them), the story's words nearest to it in the index's
+    /// `lexicon` ([`NEIGHBOURS`] at most, cosine [`NEIGHBOUR_COSINE`] or more).
+    pub fn with_neighbours(
+        &mut self,
+        lexicon: &crate::retrieval::Lexicon,
+        words: &[(String, Vec<f32>)],
+    ) -> crate::retrieval::Result<()> {
+        for (word, v) in words {
+            let st = stem(&word.to_lowercase());
+            if !self.terms.iter().any(|(t, _)| *t == st) {
+                continue;
+            }
+            let near = lexicon.nearest(v, NEIGHBOURS, NEIGHBOUR_COSINE)?;
+            self.neighbours
+                .push((st, near.into_iter().map(|(t, _)| t.to_string()).collect()));
+        }
+        Ok(())
     }
 
     /// Does `span` name a place or work the question does not ([`Wants::Named`]): a name
     /// phrase the question lacks ([`super::naming::new_names`]), outside the speaker's label
     /// when the span lies in a script's speech (`in_line`: then only the story's entities
     /// count, as verse capitalises its lines)?
-    pub fn names_new(&self, span: &str, graph: Option<&EntityGraph>, in_line: bool) -> bool {
-        !super::prompt::has_cjk(span)
-            && graph.is_some_and(|g| {
-                !super::naming::new_names(span, &self.question, &self.entities, g, in_line)
-                    .is_empty()
-            })
+    ///
+    /// A name the span shows to be someone's ([`super::naming::is_someone`]: a script's
+    /// speaker, someone who speaks or is spoken to, `teacher Hotta`, `Mr. Koga`) names no
+    /// place or work.
+    /// `before`: the words before the span in its passage (the clause [`windows`] reads as its
+    /// lead), where a name the span opens with may be shown to be someone's.
+    pub fn names_new(
+        &self,
+        span: &str,
+        before: &str,
+        graph: Option<&EntityGraph>,
+        in_line: bool,
+    ) -> bool {
+        let Some(g) = graph.filter(|_| !super::prompt::has_cjk(span)) else {
+            return false;
+        };
+        let said = format!("{before} {span}");
+        let shift = before.len() + 1;
+        let names: Vec<_> =
+            super::naming::new_names(span, &self.question, &self.entities, g, in_line)
+                .into_iter()
+                .map(|(at, inside)| {
+                    let at = at.start + shift..at.end + shift;
+                    let someone = super::naming::is_someone(&said, at.clone(), &inside, g);
+                    (at, inside, someone)
+                })
+                .collect();
+        // Someone shown as such once is someone in each of their phrases (`Mary Ann, … Ann`).
+        let people: Vec<u32> = names
+            .iter()
+            .filter(|(_, _, someone)| *someone)
+            .flat_map(|(_, inside, _)| inside.iter().copied())
+            .collect();
+        names.iter().any(|(at, inside, someone)| {
+            !someone
+                && (inside.is_empty() || !inside.iter().all(|e| people.contains(e)))
+                && !super::naming::is_demonym(&said[at.clone()])
+        })
     }
 
     /// Does `span` hold, beyond the question's own words, the kind of answer asked for?
@@ -437,12 +538,29 @@ impl Asked {
                         .any(|(e, _)| !self.entities.contains(e))
                 }) || quoted_new()
             }
-            Wants::Named => {
-                self.names_new(span, graph, super::spans::starts_with_speaker_label(span))
-            }
+            Wants::Named => self.names_new(
+                span,
+                "",
+                graph,
+                super::spans::starts_with_speaker_label(span),
+            ),
             Wants::Words => quoted_new(),
             Wants::Reason => holds_phrase(span, REASON_WORDS, REASON_WORDS_ZH),
         }
+    }
+
+    /// The stems of the names the question writes (its capitalised words past the first, and
+    /// the story's entities it names): what a span about the same people shares with it
+    /// whatever it says of them.
+    pub fn name_terms(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (i, w) in self.question.split_whitespace().enumerate() {
+            let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+            if i > 0 && w.chars().next().is_some_and(char::is_uppercase) {
+                out.extend(stems(w));
+            }
+        }
+        out
     }
 
     fn asked(&self, term: &str) -> bool {
@@ -526,6 +644,14 @@ pub fn candidates(
 ) -> Vec<Span> {
     let asked = &question.terms;
     let total: f32 = asked.iter().map(|(_, w)| w).sum();
+    let named = question.name_terms();
+    let topic_terms: Vec<&(String, f32)> = asked
+        .iter()
+        .filter(|(t, _)| {
+            !named.iter().any(|n| same_stem(n, t)) && !FRAMING_WORDS.iter().any(|f| stem(f) == *t)
+        })
+        .collect();
+    let topic_total: f32 = topic_terms.iter().map(|(_, w)| w).sum();
     let mut out: Vec<Span> = Vec::new();
     let best = evidence
         .iter()
@@ -562,7 +688,7 @@ pub fn candidates(
                 Wants::Named => {
                     let in_line =
                         w.speaker.is_some() || super::spans::starts_with_speaker_label(&text);
-                    question.names_new(&text, graph, in_line)
+                    question.names_new(&text, &w.before, graph, in_line)
                 }
                 Wants::Name => {
                     question.fits(&text, graph)
@@ -577,8 +703,34 @@ pub fn candidates(
                 (true, Wants::Name | Wants::Named) => NAME_FIT,
                 (true, _) => 1.0,
             };
+            let topic = {
+                let said = format!("{} {text} {}", w.before, w.rest);
+                let around: Vec<String> = stems(&said);
+                let terms: Vec<String> = bm25::tokenize(&said)
+                    .into_iter()
+                    .filter_map(bm25::term)
+                    .collect();
+                let near = |t: &str| {
+                    question
+                        .neighbours
+                        .iter()
+                        .filter(|(q, _)| q == t)
+                        .any(|(_, n)| n.iter().any(|x| terms.contains(x)))
+                };
+                let got: f32 = topic_terms
+                    .iter()
+                    .filter(|(t, _)| around.iter().any(|o| same_stem(o, t)) || near(t))
+                    .map(|(_, w)| w)
+                    .sum();
+                if topic_total > 0.0 {
+                    got / topic_total
+                } else {
+                    1.0
+                }
+            };
             out.push(Span {
                 passage: p,
+                topic,
                 lexical: share(&own),
                 lead: share(&stems(&w.before)),
                 kind,

@@ -733,3 +733,141 @@ fn the_cosine_weighs_what_the_config_gives_for_its_embedder_and_language() {
     rank(&mut s, &[0.860, 0.894], zh);
     assert_eq!(s[0].text, "本名珍珠。");
 }
+
+#[test]
+fn a_place_or_work_is_named_by_no_one_who_speaks_or_is_spoken_to() {
+    let bm = Bm25Index::build(["the cat sat", "a rabbit ran"], Default::default());
+    let graph = EntityGraph::build(
+        &[],
+        &parse_aliases(
+            "a.tsv",
+            b"Alice\nMary Ann\nMock Turtle\nHotta\nNobeoka\nWittenberg",
+        )
+        .expect("aliases"),
+        &Default::default(),
+    )
+    .expect("graph");
+    let g = Some(&graph);
+    let town = Asked::new("Which river runs past Alice's house?", &bm, g);
+    assert_eq!(town.wants, Wants::Named);
+    // Spoken to, in the span or with the clause before it.
+    assert!(!town.names_new("`Why, Mary Ann, what ARE you doing out here?", "", g, false));
+    assert!(!town.names_new("Mary Ann, what ARE you doing out here?", "`Why,", g, false));
+    // Speaking, or given a title or a noun for someone.
+    assert!(!town.names_new("said the Mock Turtle in a tone of relief", "", g, false));
+    assert!(!town.names_new("the Mock Turtle went on at last", "", g, false));
+    assert!(!town.names_new("one teacher Hotta of the school", "", g, false));
+    // A people's word names no place.
+    assert!(!town.names_new("we learned French and music", "", g, false));
+    // Places.
+    assert!(town.names_new("he is going to Nobeoka in the south", "", g, false));
+    assert!(town.names_new("go not to Wittenberg.", "", g, false));
+    assert!(town.names_new("Wittenberg, said he, is far", "", g, false));
+}
+
+#[test]
+fn a_span_that_says_nothing_asked_beyond_the_names_abstains() {
+    use crate::retrieval::{ExpansionConfig, Lexicon};
+    let bm = Bm25Index::build(
+        [
+            "the queen ate tarts",
+            "an invitation came",
+            "a message was read",
+        ],
+        Default::default(),
+    );
+    let q = "What does the Queen of Hearts eat for breakfast?";
+    let asked = Asked::new(q, &bm, None);
+    // The names are not what is asked: "Queen" and "Hearts" are left out.
+    let e = [ev(
+        "E1",
+        "And last of all came THE KING AND QUEEN OF HEARTS. The Queen ate her breakfast.",
+    )];
+    let c = candidates(&e, &asked, None, 40, 5);
+    let names = c.iter().find(|s| s.text.contains("KING")).expect("span");
+    assert_eq!(names.topic, 0.0, "{c:?}");
+    let why = kind_shortfall(q, Wants::Any, Some(names)).expect("abstains");
+    assert!(why.contains("nothing it asks"), "{why}");
+    let eats = c
+        .iter()
+        .find(|s| s.text.contains("breakfast"))
+        .expect("span");
+    // `breakfast`, not `eat` (`ate` is no inflection the stems know).
+    assert!((eats.topic - 0.5).abs() < 0.2, "{c:?}");
+    assert_eq!(kind_shortfall(q, Wants::Any, Some(eats)), None);
+    // The clause before the span counts with it.
+    let e = [ev("E1", "At breakfast, the Queen ate six tarts")];
+    let c = candidates(&e, &asked, None, 20, 5);
+    let tarts = c
+        .iter()
+        .find(|s| !s.text.contains("breakfast"))
+        .expect("span");
+    assert!(tarts.topic > 0.0, "{c:?}");
+
+    // Words that frame a question ("according to …", "the narrator") are not what it asks:
+    // a question of names and framing asks nothing a span must repeat.
+    let q = "According to the Queen, what is the Mock Turtle?";
+    let asked = Asked::new(q, &bm, None);
+    let e = [ev(
+        "E1",
+        "`It is the thing Mock Turtle Soup is made from,' said the Queen.",
+    )];
+    let c = candidates(&e, &asked, None, 80, 5);
+    assert!(!c.is_empty() && c.iter().all(|s| s.topic == 1.0), "{c:?}");
+
+    // A story word near a question's word, by the index's encoder, counts as that word.
+    let q = "What message does the Footman deliver?";
+    let mut asked = Asked::new(q, &bm, None);
+    let e = [ev(
+        "E1",
+        "For the Duchess. An invitation from the Queen to play croquet.",
+    )];
+    let c = candidates(&e, &asked, None, 80, 5);
+    assert!(c.iter().all(|s| s.topic == 0.0), "{c:?}");
+    let unit = |i: usize| -> Vec<f32> { (0..4).map(|j| f32::from(u8::from(i == j))).collect() };
+    let lexicon = Lexicon::new(
+        vec!["invit".into(), "croquet".into(), "duchess".into()],
+        &[unit(0), unit(1), unit(2)],
+        Vec::new(),
+        ExpansionConfig::default(),
+    )
+    .expect("lexicon");
+    // "message" lies near "invitation", "deliver" near nothing.
+    let near = [0.9f32, 0.1, 0.0, 0.42];
+    let n = near.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let words = vec![
+        ("message".to_string(), near.iter().map(|x| x / n).collect()),
+        ("deliver".to_string(), unit(3)),
+    ];
+    asked.with_neighbours(&lexicon, &words).expect("neighbours");
+    assert_eq!(asked.neighbours.len(), 2);
+    assert_eq!(asked.neighbours[0].1, ["invit"]);
+    assert!(asked.neighbours[1].1.is_empty());
+    let c = candidates(&e, &asked, None, 80, 5);
+    let s = c
+        .iter()
+        .find(|s| s.text.contains("invitation"))
+        .expect("span");
+    assert!(s.topic > 0.0 && s.topic < 1.0, "{c:?}");
+    // A vector of another width is an error, not a guess.
+    assert!(asked
+        .with_neighbours(&lexicon, &[("message".into(), vec![1.0; 3])])
+        .is_err());
+}
+
+#[test]
+fn a_surname_asks_for_a_name_and_calling_out_names_no_one() {
+    use super::super::asks::gives_a_name;
+    assert_eq!(wants("What is Alice's surname?"), Wants::Name);
+    assert!(gives_a_name("a brass plate with the name `W. RABBIT'"));
+    assert!(gives_a_name("they call him Porcupine"));
+    assert!(gives_a_name("one Antonio, call'd the Duke"));
+    assert!(gives_a_name("a man known as Red Shirt"));
+    assert!(gives_a_name("Mr. Koga"));
+    // "call out / after / for" is another verb.
+    assert!(!gives_a_name(
+        "the White Rabbit blew three blasts on the trumpet, and called out, `First witness!'"
+    ));
+    assert!(!gives_a_name("the Queen called for the executioner"));
+    assert!(!gives_a_name("she called after it"));
+}
