@@ -585,6 +585,71 @@ fn named_noun(question: &str) -> Option<String> {
     Some(super::reader::stem(&head.to_lowercase()))
 }
 
+/// The thing whose colour a question asks ("What colour is Alice's dress?" → `dress`, "What
+/// colour was the Ghost's beard, as Horatio describes it?" → `beard`, "What colour are the
+/// roses?" → `rose`), as a stem; `None` unless it asks "what / which colour".
+pub fn coloured(question: &str) -> Option<String> {
+    let lower = question.to_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    let at = words.windows(2).position(|w| {
+        (w[0] == "what" || w[0] == "which")
+            && (w[1].starts_with("colour") || w[1].starts_with("color"))
+    })?;
+    let mut head: Option<&str> = None;
+    for token in &words[at + 2..] {
+        let word = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+        if AUXILIARIES.contains(&word) && head.is_none() || FOCUS_SKIP.contains(&word) {
+            continue;
+        }
+        if word.ends_with("'s") || word.ends_with("s'") {
+            // The owner: the noun that follows is the one coloured.
+            head = None;
+        } else if FOCUS_END.contains(&word) {
+            break;
+        } else {
+            head = Some(word);
+        }
+        if token.ends_with([',', '?', ';', '.', '!']) {
+            break;
+        }
+    }
+    head.filter(|h| !h.is_empty()).map(super::reader::stem)
+}
+
+/// How many words apart a colour and the thing coloured may stand for the colour to be said
+/// of it (`His beard was grizzled`: 2; `splendidly dressed, with a pair of white kid gloves`:
+/// 5, the gloves' colour).
+pub const COLOUR_REACH: usize = 3;
+
+/// Does `text` say a colour of the thing `noun` (a stem, [`coloured`])? `None` when it does
+/// not mention the thing (the clause before may have); else whether a colour word
+/// ([`COLOUR_WORDS`]) stands within [`COLOUR_REACH`] words of a mention.
+pub fn colour_of(text: &str, noun: &str) -> Option<bool> {
+    let lower = text.to_lowercase();
+    let stems: Vec<String> = plain_words(&lower)
+        .map(|w| {
+            let w = w.trim_matches('\'');
+            super::reader::stem(w.strip_suffix("'s").unwrap_or(w))
+        })
+        .collect();
+    let colours: Vec<String> = COLOUR_WORDS
+        .iter()
+        .map(|w| super::reader::stem(w))
+        .collect();
+    let at: Vec<usize> = (0..stems.len())
+        .filter(|&i| super::reader::same_stem(&stems[i], noun))
+        .collect();
+    if at.is_empty() {
+        return None;
+    }
+    Some(
+        stems
+            .iter()
+            .enumerate()
+            .any(|(j, w)| colours.contains(w) && at.iter().any(|&i| i.abs_diff(j) <= COLOUR_REACH)),
+    )
+}
+
 /// Does `text` mention one of the `focus` words ([`focus`]): an English word with the same
 /// stem, possessives read as their noun, or the Chinese word as written?
 pub fn mentions(text: &str, focus: &[String]) -> bool {

@@ -145,7 +145,8 @@ const SPEECH_VERBS: &[&str] = &[
     "repeated",
     "went",
 ];
-/// Titles and nouns for someone that stand before a name (`Mr. Koga`, `teacher Hotta`).
+/// Titles and nouns for someone that stand before a name (`Mr. Koga`, `teacher Hotta`), and
+/// the man a name is given to (`we used to call him Tortoise`).
 const SOMEONE_BEFORE: &[&str] = &[
     "mr",
     "mrs",
@@ -166,6 +167,7 @@ const SOMEONE_BEFORE: &[&str] = &[
     "friend",
     "dear",
     "poor",
+    "him",
 ];
 
 /// Does `span` show the name at `at` (a phrase of [`new_names`], holding the story's entities

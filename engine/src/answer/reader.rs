@@ -242,6 +242,13 @@ pub fn kind_shortfall(question: &str, wants: Wants, best: Option<&Span>) -> Opti
             focus.join(" / ")
         ));
     }
+    if let Some(noun) = super::asks::coloured(question) {
+        if super::asks::colour_of(&said, &noun) == Some(false) {
+            return Some(format!(
+                "the best span names a colour, but not of what the question asks about ({noun})"
+            ));
+        }
+    }
     if wants == Wants::Name
         && super::asks::names_asked(question)
         && !super::asks::gives_a_name(&said)
@@ -626,7 +633,7 @@ fn stems(text: &str) -> Vec<String> {
 
 /// Do two stems name the same word: equal, or one of four or more letters that the other
 /// extends by at most two (`label` / `labell`)?
-fn same_stem(a: &str, b: &str) -> bool {
+pub(super) fn same_stem(a: &str, b: &str) -> bool {
     let (s, l) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     s == l || (s.is_ascii() && s.len() >= 4 && l.len() <= s.len() + 2 && l.starts_with(s))
 }

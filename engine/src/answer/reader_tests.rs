@@ -757,6 +757,8 @@ fn a_place_or_work_is_named_by_no_one_who_speaks_or_is_spoken_to() {
     assert!(!town.names_new("said the Mock Turtle in a tone of relief", "", g, false));
     assert!(!town.names_new("the Mock Turtle went on at last", "", g, false));
     assert!(!town.names_new("one teacher Hotta of the school", "", g, false));
+    // The man a name is given to.
+    assert!(!town.names_new("we used to call him Tortoise", "", g, false));
     // A people's word names no place.
     assert!(!town.names_new("we learned French and music", "", g, false));
     // Places.
@@ -870,4 +872,47 @@ fn a_surname_asks_for_a_name_and_calling_out_names_no_one() {
     ));
     assert!(!gives_a_name("the Queen called for the executioner"));
     assert!(!gives_a_name("she called after it"));
+}
+
+#[test]
+fn a_colour_must_be_said_of_the_thing_asked() {
+    use super::super::asks::{colour_of, coloured};
+    assert_eq!(
+        coloured("What colour is Alice's dress?"),
+        Some(stem("dress"))
+    );
+    assert_eq!(
+        coloured("What colour was the Ghost's beard, as Horatio describes it to Hamlet?")
+            .as_deref(),
+        Some("beard")
+    );
+    assert_eq!(coloured("What colour are the roses?"), Some(stem("roses")));
+    assert_eq!(
+        coloured("What colour is the hair of Miranda?").as_deref(),
+        Some("hair")
+    );
+    assert_eq!(coloured("What did the Hatter say?"), None);
+    // Said of it, within three words; said of something else five words on; not mentioned.
+    assert_eq!(
+        colour_of("Hamlet: His beard was grizzled,--no?", "beard"),
+        Some(true)
+    );
+    assert_eq!(
+        colour_of(
+            "splendidly dressed, with a pair of white kid gloves in one hand",
+            "dress"
+        ),
+        Some(false)
+    );
+    assert_eq!(colour_of("A sable silver'd.", "beard"), None);
+    let q = "What colour is Alice's dress?";
+    let mut best = Span::of(
+        0,
+        "It was the White Rabbit returning, splendidly dressed, with a pair of white kid gloves",
+    );
+    best.kind = 1.0;
+    let why = kind_shortfall(q, Wants::Any, Some(&best)).expect("abstains");
+    assert!(why.contains("colour"), "{why}");
+    best.text = "Alice wore a blue dress that day".into();
+    assert_eq!(kind_shortfall(q, Wants::Any, Some(&best)), None);
 }
