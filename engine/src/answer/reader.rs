@@ -378,7 +378,8 @@ impl Span {
 
 /// Words by which a question frames what it asks rather than say it ("According to the
 /// Queen, …", "in the story", "the narrator" for the "I" of a story told in the first
-/// person): a span need not hold them to speak of what is asked.
+/// person, "how many …", "what kind of …"): a span need not hold them to speak of what is
+/// asked.
 const FRAMING_WORDS: &[&str] = &[
     "according",
     "story",
@@ -389,6 +390,10 @@ const FRAMING_WORDS: &[&str] = &[
     "scene",
     "act",
     "narrator",
+    "many",
+    "much",
+    "kind",
+    "sort",
 ];
 
 /// The story words read as one question word's ([`Asked::with_neighbours`]): at most this

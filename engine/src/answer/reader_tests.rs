@@ -816,6 +816,15 @@ fn a_span_that_says_nothing_asked_beyond_the_names_abstains() {
     )];
     let c = candidates(&e, &asked, None, 80, 5);
     assert!(!c.is_empty() && c.iter().all(|s| s.topic == 1.0), "{c:?}");
+    // "How many …" asks for a count of children, not for "many".
+    let q = "How many children does the Queen of Hearts have?";
+    let asked = Asked::new(q, &bm, None);
+    let e = [ev(
+        "E1",
+        "There was a sound of many footsteps. First came ten soldiers carrying clubs;",
+    )];
+    let c = candidates(&e, &asked, None, 80, 5);
+    assert!(!c.is_empty() && c.iter().all(|s| s.topic == 0.0), "{c:?}");
 
     // A story word near a question's word, by the index's encoder, counts as that word.
     let q = "What message does the Footman deliver?";
