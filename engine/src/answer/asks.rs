@@ -441,7 +441,7 @@ const MONEY_ASKS: &[&str] = &[
 ];
 /// Units of money, of which a span that gives a sum holds one (`600 yen`, `three sen`, `three
 /// thousand crowns`); `£` `€` `¥` as written. The plurals in -ings are listed too: the stem of
-/// `shilling` is `shill`, of `shillings` `shilling` ([`super::reader::stem`]).
+/// `shilling` is `shill`, of `shillings` `shilling` ([`super::stems::stem`]).
 const MONEY_WORDS: &[&str] = &[
     "yen",
     "sen",
@@ -480,7 +480,7 @@ const AGE_WORDS: &[&str] = &["year", "old", "age", "aged", "month"];
 /// for someone of `WHO_NOUNS` or an agent noun in -ers / -ors, `dancers`, `sailors`), or the
 /// age (`how old` → a word for years or age), a colour (`what colour` → a colour word), or a
 /// sum of money (`how much … cost / pay / rent …` → a unit of money).
-/// One of the words (English as stems, [`super::reader::stem`]; Chinese as written) must
+/// One of the words (English as stems, [`super::stems::stem`]; Chinese as written) must
 /// occur; empty when the question names no such thing.
 ///
 /// A span that names someone without saying whose nephew they are does not give the
@@ -490,20 +490,17 @@ pub fn focus(question: &str) -> Vec<String> {
     let lower = question.to_lowercase();
     let words: Vec<&str> = plain_words(&lower).collect();
     if words.windows(2).any(|w| w == ["how", "old"]) {
-        return AGE_WORDS.iter().map(|w| super::reader::stem(w)).collect();
+        return AGE_WORDS.iter().map(|w| super::stems::stem(w)).collect();
     }
     if words
         .windows(2)
         .any(|w| (w[0] == "what" || w[0] == "which") && (w[1] == "colour" || w[1] == "color"))
     {
-        return COLOUR_WORDS
-            .iter()
-            .map(|w| super::reader::stem(w))
-            .collect();
+        return COLOUR_WORDS.iter().map(|w| super::stems::stem(w)).collect();
     }
     if let Some(i) = words.windows(2).position(|w| w == ["how", "much"]) {
         if words[i + 2..].iter().any(|w| MONEY_ASKS.contains(w)) {
-            return MONEY_WORDS.iter().map(|w| super::reader::stem(w)).collect();
+            return MONEY_WORDS.iter().map(|w| super::stems::stem(w)).collect();
         }
     }
     if question.contains("几岁") || question.contains("多少岁") || question.contains("多大年纪")
@@ -519,7 +516,7 @@ pub fn focus(question: &str) -> Vec<String> {
                     && !n.ends_with("ers")
                     && !n.ends_with("ors") =>
             {
-                vec![super::reader::stem(n)]
+                vec![super::stems::stem(n)]
             }
             _ => Vec::new(),
         };
@@ -582,7 +579,7 @@ fn named_noun(question: &str) -> Option<String> {
         .position(|w| w[0].starts_with(char::is_lowercase) && w[1].starts_with(char::is_uppercase))
         .map_or(phrase.len(), |i| i + 1);
     let head = phrase[..cut].last()?;
-    Some(super::reader::stem(&head.to_lowercase()))
+    Some(super::stems::stem(&head.to_lowercase()))
 }
 
 /// The thing whose colour a question asks ("What colour is Alice's dress?" → `dress`, "What
@@ -613,7 +610,7 @@ pub fn coloured(question: &str) -> Option<String> {
             break;
         }
     }
-    head.filter(|h| !h.is_empty()).map(super::reader::stem)
+    head.filter(|h| !h.is_empty()).map(super::stems::stem)
 }
 
 /// How many words apart a colour and the thing coloured may stand for the colour to be said
@@ -629,15 +626,12 @@ pub fn colour_of(text: &str, noun: &str) -> Option<bool> {
     let stems: Vec<String> = plain_words(&lower)
         .map(|w| {
             let w = w.trim_matches('\'');
-            super::reader::stem(w.strip_suffix("'s").unwrap_or(w))
+            super::stems::stem(w.strip_suffix("'s").unwrap_or(w))
         })
         .collect();
-    let colours: Vec<String> = COLOUR_WORDS
-        .iter()
-        .map(|w| super::reader::stem(w))
-        .collect();
+    let colours: Vec<String> = COLOUR_WORDS.iter().map(|w| super::stems::stem(w)).collect();
     let at: Vec<usize> = (0..stems.len())
-        .filter(|&i| super::reader::same_stem(&stems[i], noun))
+        .filter(|&i| super::stems::same_stem(&stems[i], noun))
         .collect();
     if at.is_empty() {
         return None;
@@ -658,7 +652,7 @@ pub fn mentions(text: &str, focus: &[String]) -> bool {
         .map(|w| {
             let w = w.trim_matches('\'');
             let w = w.strip_suffix("'s").unwrap_or(w);
-            super::reader::stem(w)
+            super::stems::stem(w)
         })
         .collect();
     focus.iter().any(|f| {

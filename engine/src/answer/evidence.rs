@@ -201,6 +201,18 @@ pub fn shortfall(
     }
 }
 
+/// A passage `id` with `text` (no chunk, chapter or score), for the reader's tests.
+#[cfg(test)]
+pub(crate) fn passage(id: &str, text: &str) -> Evidence {
+    Evidence {
+        id: id.into(),
+        chunk: 0,
+        chapter: String::new(),
+        text: text.into(),
+        fusion_score: 0.0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,7 @@
 //! ([`recover::parse_action`], [`validate::check`]) → next round (`rounds::next_round`). The
 //! refiner and ReAct protocols ([`modes`]) take over after the first brief.
 
+pub mod asked;
 pub mod asks;
 pub mod eval;
 pub mod evidence;
@@ -33,6 +34,7 @@ mod rounds;
 pub mod schema;
 pub mod session;
 pub mod spans;
+pub mod stems;
 pub mod validate;
 
 pub use generation::Llm;
@@ -43,7 +45,7 @@ use crate::backend::Backend;
 use crate::embed::Embedder;
 use crate::error::{EngineError, Result};
 use crate::generate::{now_ms, SamplingParams};
-use crate::retrieval::{Hit, Sources, StoryIndex, WordVectors};
+use crate::retrieval::{Hit, Neighbours, Sources, StoryIndex};
 use evidence::{BriefLimits, Evidence};
 use grammar::{GrammarVocab, TextCaps};
 use recover::ParseOutcome;
@@ -228,18 +230,19 @@ impl<B: Backend> Retriever<'_, B> {
         query: &str,
         k: usize,
     ) -> Result<(Vec<Hit>, Option<Vec<f32>>)> {
-        let (hits, qv, _) = self.search_with_words(b, query, k).await?;
+        let (hits, qv, _) = self.search_with_neighbours(b, query, k).await?;
         Ok((hits, qv))
     }
 
-    /// [`Retriever::search_embedded`], also returning the query's words with their vectors
-    /// (what BM25's query was expanded from; empty without an embedder or a lexicon).
-    pub async fn search_with_words(
+    /// [`Retriever::search_embedded`], also returning the story's terms that expanded each of
+    /// the query's words in BM25's query ([`StoryIndex::search_with_neighbours`]; none without
+    /// an embedder or a lexicon).
+    pub async fn search_with_neighbours(
         &self,
         b: &B,
         query: &str,
         k: usize,
-    ) -> Result<(Vec<Hit>, Option<Vec<f32>>, WordVectors)> {
+    ) -> Result<(Vec<Hit>, Option<Vec<f32>>, Neighbours)> {
         let (qv, words) = match self.embedder {
             Some(e) => {
                 let (qv, words) = e.embed_search(b, self.index, query).await?;
@@ -247,10 +250,10 @@ impl<B: Backend> Retriever<'_, B> {
             }
             None => (None, Vec::new()),
         };
-        let hits = self
-            .index
-            .search_expanded(query, qv.as_deref(), &words, k, Sources::ALL)?;
-        Ok((hits, qv, words))
+        let (hits, near) =
+            self.index
+                .search_with_neighbours(query, qv.as_deref(), &words, k, Sources::ALL)?;
+        Ok((hits, qv, near))
     }
 
     /// The weak-retrieval threshold of `cfg` for the embedder's kind (`None`: no embedder, or

@@ -35,13 +35,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::asks::{holds_phrase, plain_words, quotations};
+pub use super::asked::{question_terms, Asked};
 pub use super::asks::{wants, Wants};
 use super::evidence::Evidence;
 pub use super::spans::spans_of;
 use super::spans::windows;
+pub use super::stems::stem;
+use super::stems::{same_stem, stems};
 use super::validate::FUNCTION_WORDS;
-use crate::retrieval::{bm25, Bm25Index, EntityGraph};
+use crate::retrieval::{bm25, EntityGraph};
 
 /// Weight of the dense cosine in a span's score: a tie-breaker. At the span level the
 /// embedder favours the spans that restate the question over the one that answers it (on the
@@ -376,249 +378,8 @@ impl Span {
     }
 }
 
-/// Words by which a question frames what it asks rather than say it ("According to the
-/// Queen, …", "in the story", "the narrator" for the "I" of a story told in the first
-/// person, "how many …", "what kind of …"): a span need not hold them to speak of what is
-/// asked.
-const FRAMING_WORDS: &[&str] = &[
-    "according",
-    "story",
-    "novel",
-    "book",
-    "play",
-    "chapter",
-    "scene",
-    "act",
-    "narrator",
-    "many",
-    "much",
-    "kind",
-    "sort",
-];
-
-/// The story words read as one question word's ([`Asked::with_neighbours`]): at most this
-/// many, nearest first.
-pub const NEIGHBOURS: usize = 8;
-/// ... and none further from it than this cosine.
-pub const NEIGHBOUR_COSINE: f32 = 0.45;
-
 fn one() -> f32 {
     1.0
-}
-
-/// English number words (lower case); digits count too. Not `one` nor `once`: English counts
-/// with them less than it says "one day", "one could …" (on the four English sets the best
-/// span of 5 on-story unanswerable "how old / how much" questions gave no count but `one`).
-const NUMBER_WORDS: &[&str] = &[
-    "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-    "thirteen", "fifteen", "twenty", "thirty", "forty", "fifty", "sixty", "hundred", "thousand",
-    "million", "dozen", "half", "twice",
-];
-/// Chinese numerals (一 left out: it is in every other phrase).
-const NUMBER_CHARS_ZH: &str = "二三四五六七八九十百千万两廿卅";
-/// Words that give a cause, English and Chinese.
-const REASON_WORDS: &[&str] = &["because", "since", "reason", "so that", "for fear"];
-const REASON_WORDS_ZH: &[&str] = &["因为", "因此", "所以", "原来", "只因", "皆因", "故此"];
-
-/// The question as the reader scores spans against it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Asked {
-    /// Its terms with their idf ([`question_terms`]).
-    pub terms: Vec<(String, f32)>,
-    /// The kind of answer it asks for.
-    pub wants: Wants,
-    /// The story's entities it names (lexicon ids), which a name in the answer must not be.
-    pub entities: Vec<u32>,
-    /// The question as written (a name it gives is no answer: [`super::naming::new_names`]).
-    pub question: String,
-    /// For its terms, the story's words nearest to them by the index's encoder (BM25 terms,
-    /// [`Asked::with_neighbours`]): a span that says `invitation` speaks of the `message`
-    /// asked about.
-    pub neighbours: Vec<(String, Vec<String>)>,
-}
-
-impl Asked {
-    /// Reads `question` against the story's BM25 statistics and entity lexicon.
-    pub fn new(question: &str, bm25: &Bm25Index, graph: Option<&EntityGraph>) -> Self {
-        Asked {
-            terms: question_terms(question, bm25),
-            wants: wants(question),
-            entities: graph.map_or_else(Vec::new, |g| {
-                g.question_entities(question)
-                    .iter()
-                    .map(|&(e, _)| e)
-                    .collect()
-            }),
-            question: question.to_string(),
-            neighbours: Vec::new(),
-        }
-    }
-
-    /// Reads, for each of the question's `words` (with their vectors, as the story index's
-    /// BM25 query was expanded from them), the story's words nearest to it in the index's
-    /// `lexicon` ([`NEIGHBOURS`] at most, cosine [`NEIGHBOUR_COSINE`] or more).
-    pub fn with_neighbours(
-        &mut self,
-        lexicon: &crate::retrieval::Lexicon,
-        words: &[(String, Vec<f32>)],
-    ) -> crate::retrieval::Result<()> {
-        for (word, v) in words {
-            let st = stem(&word.to_lowercase());
-            if !self.terms.iter().any(|(t, _)| *t == st) {
-                continue;
-            }
-            let near = lexicon.nearest(v, NEIGHBOURS, NEIGHBOUR_COSINE)?;
-            self.neighbours
-                .push((st, near.into_iter().map(|(t, _)| t.to_string()).collect()));
-        }
-        Ok(())
-    }
-
-    /// Does `span` name a place or work the question does not ([`Wants::Named`]): a name
-    /// phrase the question lacks ([`super::naming::new_names`]), outside the speaker's label
-    /// when the span lies in a script's speech (`in_line`: then only the story's entities
-    /// count, as verse capitalises its lines)?
-    ///
-    /// A name the span shows to be someone's ([`super::naming::is_someone`]: a script's
-    /// speaker, someone who speaks or is spoken to, `teacher Hotta`, `Mr. Koga`) names no
-    /// place or work.
-    /// `before`: the words before the span in its passage (the clause [`windows`] reads as its
-    /// lead), where a name the span opens with may be shown to be someone's.
-    pub fn names_new(
-        &self,
-        span: &str,
-        before: &str,
-        graph: Option<&EntityGraph>,
-        in_line: bool,
-    ) -> bool {
-        let Some(g) = graph.filter(|_| !super::prompt::has_cjk(span)) else {
-            return false;
-        };
-        let said = format!("{before} {span}");
-        let shift = before.len() + 1;
-        let names: Vec<_> =
-            super::naming::new_names(span, &self.question, &self.entities, g, in_line)
-                .into_iter()
-                .map(|(at, inside)| {
-                    let at = at.start + shift..at.end + shift;
-                    let someone = super::naming::is_someone(&said, at.clone(), &inside, g);
-                    (at, inside, someone)
-                })
-                .collect();
-        // Someone shown as such once is someone in each of their phrases (`Mary Ann, … Ann`).
-        let people: Vec<u32> = names
-            .iter()
-            .filter(|(_, _, someone)| *someone)
-            .flat_map(|(_, inside, _)| inside.iter().copied())
-            .collect();
-        names.iter().any(|(at, inside, someone)| {
-            !someone
-                && (inside.is_empty() || !inside.iter().all(|e| people.contains(e)))
-                && !super::naming::is_demonym(&said[at.clone()])
-        })
-    }
-
-    /// Does `span` hold, beyond the question's own words, the kind of answer asked for?
-    /// A name: an entity of the lexicon the question does not name (or, when the question
-    /// asks for a name, quoted words); a number: a number word, digit or Chinese numeral;
-    /// words: a quotation mostly of words the question lacks; a cause: a word that gives one.
-    pub fn fits(&self, span: &str, graph: Option<&EntityGraph>) -> bool {
-        let lower = span.to_lowercase();
-        let quoted_new = || {
-            quotations(span).iter().any(|q| {
-                let t = stems(q);
-                let new = t.iter().filter(|w| !self.asked(w)).count();
-                !t.is_empty() && 2 * new >= t.len()
-            })
-        };
-        match self.wants {
-            Wants::Any => false,
-            Wants::Number => {
-                plain_words(&lower).any(|t| {
-                    t.chars().any(|c| c.is_ascii_digit())
-                        || NUMBER_WORDS.iter().any(|n| {
-                            t.strip_prefix(n).is_some_and(|r| {
-                                r.is_empty() || r.starts_with('-') || r == "ty" || r == "teen"
-                            })
-                        })
-                }) || span.chars().any(|c| NUMBER_CHARS_ZH.contains(c))
-            }
-            Wants::Name => {
-                graph.is_some_and(|g| {
-                    g.text_entities(span)
-                        .iter()
-                        .any(|(e, _)| !self.entities.contains(e))
-                }) || quoted_new()
-            }
-            Wants::Named => self.names_new(
-                span,
-                "",
-                graph,
-                super::spans::starts_with_speaker_label(span),
-            ),
-            Wants::Words => quoted_new(),
-            Wants::Reason => holds_phrase(span, REASON_WORDS, REASON_WORDS_ZH),
-        }
-    }
-
-    /// The stems of the names the question writes (its capitalised words past the first, and
-    /// the story's entities it names): what a span about the same people shares with it
-    /// whatever it says of them.
-    pub fn name_terms(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for (i, w) in self.question.split_whitespace().enumerate() {
-            let w = w.trim_matches(|c: char| !c.is_alphanumeric());
-            if i > 0 && w.chars().next().is_some_and(char::is_uppercase) {
-                out.extend(stems(w));
-            }
-        }
-        out
-    }
-
-    fn asked(&self, term: &str) -> bool {
-        self.terms.iter().any(|(a, _)| same_stem(a, term))
-    }
-}
-
-/// A term cut to its stem for matching: `dropped` and `drops` match `drop`, `running` matches
-/// `run` (English suffixes only; CJK bigrams are kept).
-pub fn stem(t: &str) -> String {
-    if !t.is_ascii() {
-        return t.to_string();
-    }
-    for suf in ["ing", "ed", "es", "s", "ly"] {
-        if let Some(base) = t.strip_suffix(suf) {
-            if base.len() >= 3 {
-                let b = base.as_bytes();
-                let n = b.len();
-                // A doubled final consonant (dropped → dropp → drop).
-                if suf.len() > 1 && b[n - 1] == b[n - 2] && !b"aeiousl".contains(&b[n - 1]) {
-                    return base[..n - 1].to_string();
-                }
-                return base.to_string();
-            }
-        }
-    }
-    t.to_string()
-}
-
-/// The question's terms, stemmed ([`stem`]), with their idf in the story (terms the story
-/// lacks get the idf of a term found once), function words left out.
-pub fn question_terms(question: &str, bm25: &Bm25Index) -> Vec<(String, f32)> {
-    let mut out: Vec<(String, f32)> = Vec::new();
-    for t in bm25::tokenize(question) {
-        let st = stem(&t);
-        if FUNCTION_WORDS.contains(&t.as_str()) || out.iter().any(|(u, _)| *u == st) {
-            continue;
-        }
-        // BM25 indexes stems without stopwords: a stopword is as common as can be.
-        let df = match bm25::term(t.clone()) {
-            Some(term) => bm25.postings(&term).map_or(1, <[_]>::len),
-            None => bm25.len(),
-        };
-        out.push((st, bm25.idf(df)));
-    }
-    out
 }
 
 /// Does a span (its stemmed terms) add a term beyond the question's (a word of three or more
@@ -630,17 +391,6 @@ fn adds_terms(span: &[String], asked: &[(String, f32)]) -> bool {
             && !FUNCTION_WORDS.contains(&t.as_str())
             && !asked.iter().any(|(a, _)| same_stem(a, t))
     })
-}
-
-fn stems(text: &str) -> Vec<String> {
-    bm25::tokenize(text).iter().map(|t| stem(t)).collect()
-}
-
-/// Do two stems name the same word: equal, or one of four or more letters that the other
-/// extends by at most two (`label` / `labell`)?
-pub(super) fn same_stem(a: &str, b: &str) -> bool {
-    let (s, l) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    s == l || (s.is_ascii() && s.len() >= 4 && l.len() <= s.len() + 2 && l.starts_with(s))
 }
 
 /// The answer-sized spans of `evidence` ([`spans_of`]: at most `max` characters, at least
@@ -656,13 +406,7 @@ pub fn candidates(
 ) -> Vec<Span> {
     let asked = &question.terms;
     let total: f32 = asked.iter().map(|(_, w)| w).sum();
-    let named = question.name_terms();
-    let topic_terms: Vec<&(String, f32)> = asked
-        .iter()
-        .filter(|(t, _)| {
-            !named.iter().any(|n| same_stem(n, t)) && !FRAMING_WORDS.iter().any(|f| stem(f) == *t)
-        })
-        .collect();
+    let topic_terms = question.topic_terms();
     let topic_total: f32 = topic_terms.iter().map(|(_, w)| w).sum();
     let mut out: Vec<Span> = Vec::new();
     let best = evidence

@@ -31,7 +31,7 @@ use super::{recover, Answer, AskConfig, FinalFact, Mode, Retriever, Round, Timin
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::generate::{now_ms, GenerateOptions};
-use crate::retrieval::{Hit, WordVectors};
+use crate::retrieval::{Hit, Neighbours};
 
 /// Tokens of the grounded JSON around the reader's answer (keys, the action, an id, the
 /// closing brackets) kept free beside the three copies of the answer.
@@ -120,9 +120,9 @@ pub(crate) struct Rounds<'c> {
     spans: Vec<Span>,
     /// The question's vector, from the first search (the reader scores spans against it).
     question_vec: Option<Vec<f32>>,
-    /// The question's words with their vectors, as BM25's query was expanded from them: the
-    /// reader reads their nearest story words as theirs ([`reader::Asked::with_neighbours`]).
-    question_words: WordVectors,
+    /// The story's terms that expanded the question's words in BM25's query: the reader reads
+    /// them as those words ([`reader::Asked::with_neighbours`]).
+    question_neighbours: Neighbours,
 }
 
 impl<'c> Rounds<'c> {
@@ -149,7 +149,7 @@ impl<'c> Rounds<'c> {
             finished: None,
             spans: Vec::new(),
             question_vec: None,
-            question_words: Vec::new(),
+            question_neighbours: Vec::new(),
         }
     }
 
@@ -162,12 +162,12 @@ impl<'c> Rounds<'c> {
         retriever: &Retriever<'_, B>,
     ) -> Result<Vec<Hit>> {
         let t0 = now_ms();
-        let (mut hits, qv, words) = retriever
-            .search_with_words(b, &self.query, self.cfg.search_k)
+        let (mut hits, qv, near) = retriever
+            .search_with_neighbours(b, &self.query, self.cfg.search_k)
             .await?;
         if self.query == self.out.question && self.question_vec.is_none() {
             self.question_vec = qv;
-            self.question_words = words;
+            self.question_neighbours = near;
         }
         // Each passage runs on into the start of the next chunk of its chapter.
         let more = self.cfg.brief.next_chars;
@@ -218,9 +218,7 @@ impl<'c> Rounds<'c> {
         let question = &self.out.question;
         let graph = Some(retriever.index.graph());
         let mut asked = reader::Asked::new(question, retriever.index.bm25(), graph);
-        if let Some(lexicon) = retriever.index.lexicon() {
-            asked.with_neighbours(lexicon, &self.question_words)?;
-        }
+        asked.with_neighbours(&self.question_neighbours);
         let max = grammar::answer_chars(question, cfg.text_caps.answer_chars);
         let mut spans = reader::candidates(
             &self.out.evidence,

@@ -28,6 +28,9 @@ use super::error::{Result, RetrievalError};
 
 /// Question words with their embeddings ([`query_words`], embedded by the index's encoder).
 pub type WordVectors = Vec<(String, Vec<f32>)>;
+/// Question words with the story's terms that expand them and their cosines
+/// ([`Lexicon::neighbours`]).
+pub type Neighbours = Vec<(String, Vec<(String, f32)>)>;
 
 /// How far [`Lexicon::expand`] reaches.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -289,6 +292,36 @@ impl Lexicon {
             .collect())
     }
 
+    /// For each of `words` (each a [`query_words`] word with its embedding), the story's terms
+    /// that expand it (module docs): at most [`ExpansionConfig::per_word`], nearest first,
+    /// none under [`ExpansionConfig::min_cosine`], none of `terms` (the question's own BM25
+    /// terms) nor the word's own term; none when expansion is off.
+    pub fn neighbours(
+        &self,
+        terms: &BTreeMap<String, f32>,
+        words: &[(String, Vec<f32>)],
+    ) -> Result<Neighbours> {
+        let c = self.config;
+        if c.weight <= 0.0 || c.per_word == 0 {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity(words.len());
+        for (word, v) in words {
+            let own = term(word.clone());
+            // The neighbours beyond the question's own terms: ask for enough to skip them.
+            let n = c.per_word as usize + terms.len() + 1;
+            let near = self
+                .nearest(v, n, c.min_cosine)?
+                .into_iter()
+                .filter(|&(t, _)| !terms.contains_key(t) && own.as_deref() != Some(t))
+                .take(c.per_word as usize)
+                .map(|(t, cos)| (t.to_string(), cos))
+                .collect();
+            out.push((word.clone(), near));
+        }
+        Ok(out)
+    }
+
     /// `terms` (the question's BM25 terms with their weights) with the expansions of `words`
     /// (each a [`query_words`] word with its embedding) added (module docs). A term already in
     /// `terms` keeps its weight.
@@ -297,31 +330,22 @@ impl Lexicon {
         terms: &mut BTreeMap<String, f32>,
         words: &[(String, Vec<f32>)],
     ) -> Result<()> {
+        let near = self.neighbours(terms, words)?;
+        self.add(terms, &near);
+        Ok(())
+    }
+
+    /// `terms` with the [`Lexicon::neighbours`] `near` added, each weighted `weight ·
+    /// cos^power` (the largest over the words it expands).
+    pub fn add(&self, terms: &mut BTreeMap<String, f32>, near: &Neighbours) {
         let c = self.config;
-        if c.weight <= 0.0 || c.per_word == 0 {
-            return Ok(());
-        }
         let mut added: BTreeMap<String, f32> = BTreeMap::new();
-        for (word, v) in words {
-            let own = term(word.clone());
-            // The neighbours beyond the question's own terms: ask for enough to skip them.
-            let n = c.per_word as usize + terms.len() + 1;
-            let mut taken = 0;
-            for (t, cos) in self.nearest(v, n, c.min_cosine)? {
-                if taken == c.per_word as usize {
-                    break;
-                }
-                if terms.contains_key(t) || own.as_deref() == Some(t) {
-                    continue;
-                }
-                let w = c.weight * cos.powf(c.power);
-                let e = added.entry(t.to_string()).or_insert(0.0);
-                *e = e.max(w);
-                taken += 1;
-            }
+        for (t, cos) in near.iter().flat_map(|(_, n)| n) {
+            let w = c.weight * cos.powf(c.power);
+            let e = added.entry(t.clone()).or_insert(0.0);
+            *e = e.max(w);
         }
         terms.extend(added);
-        Ok(())
     }
 
     /// Checks a deserialized lexicon's structure.

@@ -53,7 +53,9 @@ pub use corpus::{ingest, CorpusFormat, IngestOptions, Segment};
 pub use dense::{recall_at_k, DenseConfig, DenseIndex, RecallReport};
 pub use error::{Result, RetrievalError};
 pub use eval::{evaluate, parse_questions, EvalReport, Metrics, Question};
-pub use expand::{query_words, story_words, ExpansionConfig, Lexicon, StoryWords, WordVectors};
+pub use expand::{
+    query_words, story_words, ExpansionConfig, Lexicon, Neighbours, StoryWords, WordVectors,
+};
 pub use fusion::{Fused, FusionConfig, FusionMethod, SourceRank};
 pub use graph::{parse_aliases, AliasEntry, Entity, EntityGraph, EntitySource, GraphConfig};
 pub use wide::{WideConfig, WideLayer};
@@ -365,6 +367,22 @@ impl StoryIndex {
         k: usize,
         sources: Sources,
     ) -> Result<Vec<Hit>> {
+        Ok(self
+            .search_with_neighbours(query_text, query_vec, words, k, sources)?
+            .0)
+    }
+
+    /// [`StoryIndex::search_expanded`], also returning the story's terms that expanded each of
+    /// `words` ([`Lexicon::neighbours`]; none when BM25 is not searched or the index has no
+    /// lexicon).
+    pub fn search_with_neighbours(
+        &self,
+        query_text: &str,
+        query_vec: Option<&[f32]>,
+        words: &[(String, Vec<f32>)],
+        k: usize,
+        sources: Sources,
+    ) -> Result<(Vec<Hit>, Neighbours)> {
         // No more hits than chunks, whatever was asked (`k` sizes the candidate lists).
         let k = k.min(self.chunks.len());
         let mut fusion = self.config.fusion.clone();
@@ -392,8 +410,10 @@ impl StoryIndex {
             _ => Vec::new(),
         };
         let mut terms = bm25::query_terms(query_text);
+        let mut neighbours = Vec::new();
         if let (true, Some(l), false) = (sources.sparse, &self.lexicon, words.is_empty()) {
-            l.expand(&mut terms, words)?;
+            neighbours = l.neighbours(&terms, words)?;
+            l.add(&mut terms, &neighbours);
         }
         let sparse = if sources.sparse {
             self.bm25.search_terms(&terms, depth)
@@ -420,7 +440,7 @@ impl StoryIndex {
         };
         let fused = fusion::fuse_with(&dense, &sparse, &graph, &more, &fusion);
         let selected = fusion::select(fused, k, &fusion, |id, off| self.neighbor(id, off));
-        Ok(selected
+        let hits = selected
             .into_iter()
             .filter_map(|f| {
                 let chunk = self.chunk(f.doc)?;
@@ -438,7 +458,8 @@ impl StoryIndex {
                     neighbor: f.neighbor_of.is_some(),
                 })
             })
-            .collect())
+            .collect();
+        Ok((hits, neighbours))
     }
 
     /// Serializes the index into a blob (module docs).
