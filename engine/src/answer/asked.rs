@@ -40,6 +40,31 @@ const NUMBER_WORDS: &[&str] = &[
 ];
 /// Chinese numerals (一 left out: it is in every other phrase).
 const NUMBER_CHARS_ZH: &str = "二三四五六七八九十百千万两廿卅";
+/// Words of six letters or more in `-ing` that are mostly not a verb's form: they do not say
+/// what someone is doing ([`Wants::Doing`]).
+const ING_NOUNS: &[&str] = &[
+    "anything",
+    "ceiling",
+    "cunning",
+    "darling",
+    "duckling",
+    "during",
+    "evening",
+    "everything",
+    "farthing",
+    "feeling",
+    "lodging",
+    "meaning",
+    "morning",
+    "nothing",
+    "pudding",
+    "shilling",
+    "something",
+    "spring",
+    "stocking",
+    "string",
+    "wedding",
+];
 /// Words that give a cause, English and Chinese.
 const REASON_WORDS: &[&str] = &["because", "since", "reason", "so that", "for fear"];
 const REASON_WORDS_ZH: &[&str] = &["因为", "因此", "所以", "原来", "只因", "皆因", "故此"];
@@ -174,6 +199,12 @@ impl Asked {
             ),
             Wants::Words => quoted_new(),
             Wants::Reason => holds_phrase(span, REASON_WORDS, REASON_WORDS_ZH),
+            Wants::Doing => plain_words(&lower).any(|w| {
+                w.len() >= 6
+                    && w.ends_with("ing")
+                    && !ING_NOUNS.contains(&w)
+                    && !self.asked(&stem(w))
+            }),
         }
     }
 

@@ -19,6 +19,10 @@ pub enum Wants {
     Words,
     /// A cause: "why …", "为什么".
     Reason,
+    /// What someone is doing: "what was the Caterpillar doing …", "what are Ferdinand and
+    /// Miranda doing …"; a span fits with a verb in `-ing` the question lacks (`quietly
+    /// smoking a long hookah`, `playing at chess`).
+    Doing,
     /// Anything else.
     Any,
 }
@@ -221,6 +225,9 @@ const WORDS_ASKS: &[&str] = &[
 const WORDS_ASKS_ZH: &[&str] = &["说", "道", "问", "写", "题", "诗", "对联", "匾", "答", "唱"];
 /// English words that ask for a cause.
 const REASON_ASKS: &[&str] = &["why"];
+/// English words that ask what someone is doing (before [`WORDS_ASKS`]: "what does Pat say he
+/// is doing?" asks for the doing, not for words).
+const DOING_ASKS: &[&str] = &["doing"];
 /// Chinese question words that ask for a cause.
 const REASON_ASKS_ZH: &[&str] = &["为什么", "为何", "何故", "因何"];
 
@@ -236,6 +243,8 @@ pub fn wants(question: &str) -> Wants {
         w
     } else if has(REASON_ASKS, REASON_ASKS_ZH) {
         Wants::Reason
+    } else if has(DOING_ASKS, &[]) {
+        Wants::Doing
     } else if has(WORDS_ASKS, WORDS_ASKS_ZH) {
         Wants::Words
     } else {
@@ -440,8 +449,8 @@ const MONEY_ASKS: &[&str] = &[
     "spent", "sell", "sold", "buy", "bought", "lend", "lent", "borrow", "borrowed",
 ];
 /// Units of money, of which a span that gives a sum holds one (`600 yen`, `three sen`, `three
-/// thousand crowns`); `£` `€` `¥` as written. The plurals in -ings are listed too: the stem of
-/// `shilling` is `shill`, of `shillings` `shilling` ([`super::stems::stem`]).
+/// thousand crowns`); `£` `€` `¥` as written; plurals match by their stems
+/// ([`super::stems::stem`]: `shillings` → `shill`).
 const MONEY_WORDS: &[&str] = &[
     "yen",
     "sen",
@@ -451,11 +460,9 @@ const MONEY_WORDS: &[&str] = &[
     "ducat",
     "pound",
     "shilling",
-    "shillings",
     "penny",
     "pence",
     "farthing",
-    "farthings",
     "guinea",
     "sovereign",
     "dollar",
@@ -472,7 +479,7 @@ const MONEY_WORDS: &[&str] = &[
     "¥",
 ];
 /// Words of which a span that gives an age holds one ("how old …", `三岁`).
-const AGE_WORDS: &[&str] = &["year", "old", "age", "aged", "month"];
+const AGE_WORDS: &[&str] = &["year", "old", "age", "month"];
 
 /// The thing a question asks about, which a span that answers it must mention: the noun a
 /// name is asked for (`the name of Kiyo's nephew` → `nephew`, `王熙凤的母亲叫什么名字` →

@@ -25,6 +25,7 @@ pub mod eval;
 pub mod evidence;
 mod generation;
 pub mod grammar;
+pub mod irregular;
 pub mod modes;
 pub mod naming;
 pub mod prompt;

@@ -502,7 +502,7 @@ fn the_thing_asked_about_is_read_from_the_question() {
     assert_eq!(f("What is the name of the cat and the dog?"), "cat");
     assert_eq!(
         f("What is the name of the town or village where she lives?"),
-        "village"
+        "villag"
     );
     assert_eq!(
         f("What is the first name of Red Shirt's younger brother?"),
@@ -535,13 +535,13 @@ fn the_thing_asked_about_is_read_from_the_question() {
     // Sums of money: a unit of money; "how much" of anything else names no thing.
     assert_eq!(
         f("How much money did Kiyo send?"),
-        "yen / sen / rin / ryo / crown / ducat / pound / shill / shilling / penny / pence / \
-         farth / farthing / guinea / sovereign / dollar / cent / franc / mark / florin / groat / \
-         talent / rupee / coin / £ / € / ¥"
+        "yen / sen / rin / ryo / crown / ducat / pound / shill / penni / penc / farth / guinea / \
+         sovereign / dollar / cent / franc / mark / florin / groat / talent / rupe / coin / £ / \
+         € / ¥"
     );
     assert_eq!(f("How much of the cake did Alice eat?"), "");
     // Ages.
-    assert_eq!(f("How old is Prospero?"), "year / old / age / aged / month");
+    assert_eq!(f("How old is Prospero?"), "year / old / age / month");
     assert_eq!(f("甄士隐的女儿当时几岁？"), "岁");
     // Chinese: the noun before 叫什么名字 / 姓什么, after the last 的 and a demonstrative.
     assert_eq!(f("王熙凤的母亲叫什么名字？"), "母亲");
