@@ -130,6 +130,45 @@ pub struct Selection {
     pub sum_exp: Option<f64>,
 }
 
+/// What sampling removes or reweights before its top-k, so a grammar-constrained or penalized
+/// step reads back `k` pairs like a plain one instead of the whole logit row. Both sets are
+/// bitsets over token ids (bit `id % 32` of word `id / 32`) of at least `n.div_ceil(32)` words.
+#[derive(Clone, Copy, Debug)]
+pub struct LogitFilter<'a> {
+    /// Only these tokens may be drawn (a grammar's mask less the repetition guard's tokens);
+    /// `None`: every token.
+    pub allowed: Option<&'a [u32]>,
+    /// Tokens already seen, reweighted by the repetition penalty (CTRL / Hugging Face rule:
+    /// a positive logit divided by `penalty`, any other multiplied by it); `None`: none.
+    pub penalized: Option<&'a [u32]>,
+    /// The repetition penalty, >= 1 (1 leaves the penalized logits as they are).
+    pub penalty: f32,
+}
+
+impl LogitFilter<'_> {
+    /// Is token `id` allowed?
+    pub fn allows(&self, id: usize) -> bool {
+        self.allowed
+            .is_none_or(|w| w.get(id / 32).is_some_and(|w| w >> (id % 32) & 1 == 1))
+    }
+
+    /// Token `id`'s logit `l` as the filter leaves it (`None`: not allowed).
+    pub fn apply(&self, id: usize, l: f32) -> Option<f32> {
+        if !self.allows(id) {
+            return None;
+        }
+        let pen = self.penalty != 1.0
+            && self
+                .penalized
+                .is_some_and(|w| w.get(id / 32).is_some_and(|w| w >> (id % 32) & 1 == 1));
+        Some(match pen {
+            true if l > 0.0 => l / self.penalty,
+            true => l * self.penalty,
+            false => l,
+        })
+    }
+}
+
 /// How a backend's KV cache stores keys and values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KvFormat {
@@ -204,6 +243,13 @@ pub trait Backend {
     /// A KV cache, `[ctx][kv_heads][head_dim]` values stored as [`Backend::kv_format`] says
     /// (its length counts values).
     type Kv: BufferLen;
+
+    /// Starts the work recorded so far on the device without waiting for it (a no-op where
+    /// ops run as they are called): the decode loop calls it after each forward pass, so a
+    /// GPU runs the step while the CPU computes the grammar's next mask.
+    fn submit(&self) -> Result<()> {
+        Ok(())
+    }
 
     /// The adapter or implementation, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) [Vulkan, Cpu]`.
     fn describe(&self) -> String;
@@ -569,6 +615,17 @@ pub trait Backend {
         n: usize,
         k: usize,
         inv_temp: Option<f32>,
+    ) -> Result<Selection>;
+    /// [`Backend::select`] over the logits as `filter` leaves them: a token it does not allow
+    /// is neither a candidate nor in the normaliser, and a penalized token's logit is
+    /// reweighted first. Fewer than `k` candidates when fewer tokens are allowed.
+    async fn select_filtered(
+        &self,
+        logits: &Self::Buffer,
+        n: usize,
+        k: usize,
+        inv_temp: Option<f32>,
+        filter: &LogitFilter<'_>,
     ) -> Result<Selection>;
 }
 

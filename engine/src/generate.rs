@@ -1,11 +1,12 @@
 //! Token generation: sampling (greedy, temperature, top-k, top-p, repetition penalty) with the
 //! platform-identical [`Pcg32`], stop on end-of-sequence ids and stop strings, and a streaming
-//! callback. Sampling reads back only the top-k candidates and the softmax normaliser, unless a
-//! repetition penalty needs the whole logit row.
+//! callback. Sampling reads back only the top-k candidates and the softmax normaliser in every
+//! mode: a grammar's mask, the repetition guard and the repetition penalty are applied where
+//! the logits are ([`Backend::select_filtered`]).
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{Backend, MAX_TOP_K};
+use crate::backend::{Backend, LogitFilter, MAX_TOP_K};
 use crate::error::{EngineError, Result};
 use crate::models::Decoder;
 use crate::rng::Pcg32;
@@ -145,20 +146,6 @@ pub fn repeat_banned(out: &[u32], n: usize) -> Vec<u32> {
     banned
 }
 
-/// Top-k and normaliser on the host (used with a repetition penalty).
-fn host_select(logits: &[f32], k: usize, temperature: f32) -> (Vec<(u32, f32)>, f64) {
-    let sel = crate::cpu::select::select_reference(
-        logits,
-        k,
-        Some(if temperature > 0.0 {
-            1.0 / temperature
-        } else {
-            1.0
-        }),
-    );
-    (sel.top, sel.sum_exp.unwrap_or(1.0))
-}
-
 /// Draws the next token from the model's current logits.
 pub async fn next_token<B: Backend>(
     b: &B,
@@ -168,42 +155,111 @@ pub async fn next_token<B: Backend>(
     p: &SamplingParams,
     rng: &mut Pcg32,
 ) -> Result<u32> {
+    next_token_filtered(b, model, history, generated, p, rng, None).await
+}
+
+/// [`next_token`] among the tokens `mask` allows (a [`Step::Sample`] bitset).
+pub async fn next_token_masked<B: Backend>(
+    b: &B,
+    model: &Decoder<B>,
+    history: &[u32],
+    generated: usize,
+    p: &SamplingParams,
+    rng: &mut Pcg32,
+    mask: &[u32],
+) -> Result<u32> {
+    next_token_filtered(b, model, history, generated, p, rng, Some(mask)).await
+}
+
+/// Is bit `id` of `words` set?
+fn bit(words: &[u32], id: u32) -> bool {
+    words
+        .get(id as usize / 32)
+        .is_some_and(|w| w >> (id % 32) & 1 == 1)
+}
+
+/// The bitset of `v` words' ids that `ids` holds.
+fn bitset(ids: &[u32], v: usize) -> Vec<u32> {
+    let mut w = vec![0u32; v.div_ceil(32)];
+    for &id in ids.iter().filter(|&&id| (id as usize) < v) {
+        w[id as usize / 32] |= 1 << (id % 32);
+    }
+    w
+}
+
+/// Draws the next token from the model's current logits, among the tokens `mask` allows
+/// (`None`: any). The grammar's mask, the repetition guard and the repetition penalty are
+/// applied where the logits are ([`Backend::select_filtered`]), so only the top-k candidates
+/// and the normaliser come back, never the whole row.
+async fn next_token_filtered<B: Backend>(
+    b: &B,
+    model: &Decoder<B>,
+    history: &[u32],
+    generated: usize,
+    p: &SamplingParams,
+    rng: &mut Pcg32,
+    mask: Option<&[u32]>,
+) -> Result<u32> {
     let v = model.vocab_size();
+    let (buf, rows) = model.logits();
+    if rows != 1 {
+        return Err(EngineError::Shape {
+            op: "sample",
+            detail: "sampling needs the last token's logits only".into(),
+        });
+    }
     let k = if p.temperature == 0.0 {
         1
     } else {
         p.top_k.min(v)
     };
+    let words = v.div_ceil(32);
+    // The grammar's mask over this vocabulary (ids past it cleared).
+    let clip = |mut w: Vec<u32>| {
+        w.resize(words, 0);
+        if !v.is_multiple_of(32) {
+            w[words - 1] &= (1u32 << (v % 32)) - 1;
+        }
+        w
+    };
+    let mut allowed: Option<Vec<u32>> = mask.map(|m| clip(m[..m.len().min(words)].to_vec()));
+    let open = |w: &[u32]| w.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+    if allowed.as_deref().is_some_and(|w| open(w) == 0) {
+        return Err(EngineError::Grammar(
+            "the grammar allows no token of this model's vocabulary".into(),
+        ));
+    }
+    // The repetition guard, unless it would leave nothing the grammar allows.
     let banned = repeat_banned(
         &history[history.len() - generated.min(history.len())..],
         p.no_repeat_ngram,
     );
-    let (cands, z) = if p.repetition_penalty != 1.0 || !banned.is_empty() {
-        let mut logits = model.read_logits(b).await?;
-        let row = logits.len() - v;
-        let last = &mut logits[row..];
-        if p.repetition_penalty != 1.0 {
-            apply_repetition_penalty(last, history, p.repetition_penalty);
-        }
-        for &t in &banned {
-            if let Some(l) = last.get_mut(t as usize) {
-                *l = f32::NEG_INFINITY;
+    if !banned.is_empty() {
+        let w = allowed.get_or_insert_with(|| clip(vec![u32::MAX; words]));
+        let mut blocked: Vec<u32> = banned.into_iter().filter(|&t| bit(w, t)).collect();
+        blocked.dedup();
+        if blocked.len() < open(w) {
+            for t in blocked {
+                w[t as usize / 32] &= !(1 << (t % 32));
             }
         }
-        host_select(last, k, p.temperature)
+    }
+    let seen = (p.repetition_penalty != 1.0).then(|| bitset(history, v));
+    let inv_t = (p.temperature > 0.0).then(|| 1.0 / p.temperature);
+    let sel = if allowed.is_none() && seen.is_none() {
+        b.select(buf, v, k, inv_t).await?
     } else {
-        let (buf, rows) = model.logits();
-        if rows != 1 {
-            return Err(EngineError::Shape {
-                op: "sample",
-                detail: "sampling needs the last token's logits only".into(),
-            });
-        }
-        let inv_t = (p.temperature > 0.0).then(|| 1.0 / p.temperature);
-        let sel = b.select(buf, v, k, inv_t).await?;
-        (sel.top, sel.sum_exp.unwrap_or(1.0))
+        let filter = LogitFilter {
+            allowed: allowed.as_deref(),
+            penalized: seen.as_deref(),
+            penalty: p.repetition_penalty,
+        };
+        b.select_filtered(buf, v, k, inv_t, &filter).await?
     };
-    Ok(pick(&cands, z, p, rng))
+    if sel.top.is_empty() {
+        return Err(EngineError::Grammar("no allowed candidate".into()));
+    }
+    Ok(pick(&sel.top, sel.sum_exp.unwrap_or(1.0), p, rng))
 }
 
 /// Why generation stopped.
@@ -247,63 +303,6 @@ pub fn mask_allows(mask: &[u32], id: u32) -> bool {
     mask.get(id as usize / 32)
         .map(|w| w >> (id % 32) & 1 == 1)
         .unwrap_or(false)
-}
-
-/// Samples from the last logits row with every token outside `mask` removed.
-async fn next_token_masked<B: Backend>(
-    b: &B,
-    model: &Decoder<B>,
-    history: &[u32],
-    generated: usize,
-    p: &SamplingParams,
-    rng: &mut Pcg32,
-    mask: &[u32],
-) -> Result<u32> {
-    let v = model.vocab_size();
-    let mut logits = model.read_logits(b).await?;
-    let row = logits.len() - v;
-    let last = &mut logits[row..];
-    if p.repetition_penalty != 1.0 {
-        apply_repetition_penalty(last, history, p.repetition_penalty);
-    }
-    let mut any = false;
-    for (i, l) in last.iter_mut().enumerate() {
-        if mask_allows(mask, i as u32) {
-            any = true;
-        } else {
-            *l = f32::NEG_INFINITY;
-        }
-    }
-    if !any {
-        return Err(EngineError::Grammar(
-            "the grammar allows no token of this model's vocabulary".into(),
-        ));
-    }
-    // The repetition guard, unless it would leave nothing the grammar allows.
-    let banned = repeat_banned(
-        &history[history.len() - generated.min(history.len())..],
-        p.no_repeat_ngram,
-    );
-    let open = |t: &u32| last.get(*t as usize).is_some_and(|l| l.is_finite());
-    let allowed_left = last.iter().filter(|l| l.is_finite()).count();
-    if !banned.is_empty() && banned.iter().filter(|t| open(t)).count() < allowed_left {
-        for &t in &banned {
-            if let Some(l) = last.get_mut(t as usize) {
-                *l = f32::NEG_INFINITY;
-            }
-        }
-    }
-    let k = if p.temperature == 0.0 {
-        1
-    } else {
-        p.top_k.min(v)
-    };
-    let (mut cands, z) = host_select(last, k, p.temperature);
-    cands.retain(|c| c.1.is_finite());
-    if cands.is_empty() {
-        return Err(EngineError::Grammar("no allowed candidate".into()));
-    }
-    Ok(pick(&cands, z, p, rng))
 }
 
 /// Generation settings.
@@ -397,8 +396,8 @@ fn check_prompt(tokens: usize, context: usize) -> Result<()> {
 }
 
 /// [`generate`] under an optional decoding [`Constraint`]: each step samples only among the
-/// tokens it allows (the logits row is read back whole), forced runs are fed in one forward
-/// pass, and generation ends when the constraint is complete.
+/// tokens it allows (its mask applied on the device, `k` candidates read back), forced runs
+/// are fed in one forward pass, and generation ends when the constraint is complete.
 pub async fn generate_with<B: Backend>(
     b: &B,
     model: &mut Decoder<B>,
@@ -414,6 +413,7 @@ pub async fn generate_with<B: Backend>(
     model.reset(b)?;
     let t0 = now_ms();
     model.forward(b, prompt, false)?;
+    b.submit()?;
     let mut history: Vec<u32> = prompt.to_vec();
     let mut out: Vec<u32> = Vec::new();
     let mut text = String::new();
@@ -502,6 +502,8 @@ pub async fn generate_with<B: Backend>(
             break;
         }
         model.forward(b, &ids, false)?;
+        // The device runs the step while the constraint computes its next mask.
+        b.submit()?;
     }
     if emitted < text.len() && text.is_char_boundary(emitted) {
         on_text(&text[emitted..]);

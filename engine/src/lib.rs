@@ -23,8 +23,8 @@ pub mod tokenizer;
 pub mod tolerance;
 
 pub use backend::{
-    AttnShape, Backend, BufferLen, KernelTime, KvFormat, MatmulInput, MatmulKernel, MatrixShape,
-    Profile, RopeShape, Selection,
+    AttnShape, Backend, BufferLen, KernelTime, KvFormat, LogitFilter, MatmulInput, MatmulKernel,
+    MatrixShape, Profile, RopeShape, Selection,
 };
 pub use cpu::CpuBackend;
 pub use error::{EngineError, Result};

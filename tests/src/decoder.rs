@@ -3,7 +3,7 @@
 //! (`tests/web.rs`) run this same body.
 
 use lorekeeper_engine::format::weights::{Safetensors, WeightSource};
-use lorekeeper_engine::generate::{next_token, SamplingParams};
+use lorekeeper_engine::generate::{next_token, next_token_masked, SamplingParams};
 use lorekeeper_engine::models::LoadOptions;
 use lorekeeper_engine::models::{Decoder, ModelConfig, WeightFormat};
 use lorekeeper_engine::rng::Pcg32;
@@ -136,6 +136,9 @@ pub async fn source_matches<B: Backend>(
             seq.push(t);
             model.forward(b, &[t], false).map_err(e("decode"))?;
         }
+        if ci == 0 {
+            lines.push(masked_steps(b, &mut model, &prompt, &who, name).await?);
+        }
         lines.push(format!(
             "[{who}] {name} case {ci}: {} positions, max abs logit err {err:.2e} within {tol}; {} greedy tokens equal",
             prompt.len(),
@@ -173,4 +176,73 @@ pub async fn source_matches<B: Backend>(
         "[{who}] {name}: chunked prefill (chunks of 4) matches"
     ));
     Ok(lines)
+}
+
+/// Sampling under a grammar's mask with the repetition penalty, applied where the logits are:
+/// 8 greedy steps, each among a different 40 % of the vocabulary (every id past it set in the
+/// mask's last word, to be ignored) with penalty 2 (exact on every backend) on the tokens
+/// seen, against the same rule applied on the host to the logits read back.
+async fn masked_steps<B: Backend>(
+    b: &B,
+    model: &mut Decoder<B>,
+    prompt: &[u32],
+    who: &str,
+    name: &str,
+) -> Result<String, String> {
+    let e =
+        |what: &'static str| move |err: lorekeeper_engine::EngineError| format!("{what}: {err}");
+    let v = model.vocab_size();
+    let p = SamplingParams {
+        repetition_penalty: 2.0,
+        ..SamplingParams::default()
+    };
+    model.reset(b).map_err(e("reset"))?;
+    model.forward(b, prompt, false).map_err(e("prefill"))?;
+    let mut seq = prompt.to_vec();
+    let mut rng = Pcg32::new(0);
+    for step in 0..8usize {
+        let words = v.div_ceil(32) + 1;
+        let mask: Vec<u32> = (0..words * 32)
+            .collect::<Vec<_>>()
+            .chunks(32)
+            .map(|c| {
+                c.iter().fold(0u32, |w, &id| {
+                    let on = id >= v || (id * 7 + step * 3) % 5 < 2;
+                    w | (on as u32) << (id % 32)
+                })
+            })
+            .collect();
+        let logits = model.read_logits(b).await.map_err(e("read"))?;
+        let last = &logits[logits.len() - v..];
+        let want = (0..v)
+            .filter(|&id| (id * 7 + step * 3) % 5 < 2)
+            .map(|id| {
+                let l = last[id];
+                let l = match seq.contains(&(id as u32)) {
+                    true if l > 0.0 => l / 2.0,
+                    true => l * 2.0,
+                    false => l,
+                };
+                (id as u32, l)
+            })
+            .fold(None, |best: Option<(u32, f32)>, c| match best {
+                Some(bst) if bst.1 >= c.1 => Some(bst),
+                _ => Some(c),
+            })
+            .ok_or("no allowed token")?
+            .0;
+        let got = next_token_masked(b, model, &seq, step, &p, &mut rng, &mask)
+            .await
+            .map_err(e("sample"))?;
+        if got != want {
+            return Err(format!(
+                "[{who}] {name}: masked step {step} chose {got}, the host's rule {want}"
+            ));
+        }
+        seq.push(got);
+        model.forward(b, &[got], false).map_err(e("decode"))?;
+    }
+    Ok(format!(
+        "[{who}] {name}: 8 masked steps with the penalty equal the host's rule"
+    ))
 }

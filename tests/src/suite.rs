@@ -1188,6 +1188,101 @@ pub async fn select<B: Backend>(b: &B, seed: u64) -> Check {
     )
 }
 
+/// Top-k and the normaliser over the logits as a grammar's mask and the repetition penalty
+/// leave them (sampling on the device in every mode): masks dense and sparse (fewer allowed
+/// tokens than `k` on some seeds), bits set past `n` in the last word (ignored), `n` off the
+/// 32-bit word and multi-stage, ties on half-integer levels, penalty 2 (exact on every
+/// backend) on positive and negative logits; then the penalty alone, without a mask.
+pub async fn select_filtered<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "select_filtered";
+    let mut rng = Pcg32::new(seed);
+    let mut n = if seed.is_multiple_of(2) {
+        rng.range(33, 4000)
+    } else {
+        rng.range(4097, 60000)
+    };
+    if n.is_multiple_of(32) {
+        n += 1;
+    }
+    let k = rng.range(1, 64.min(n));
+    let x: Vec<f32> = (0..n).map(|_| (rng.normal() * 4.0).round() / 2.0).collect();
+    let words = n.div_ceil(32);
+    let density = [0.5f32, 0.01, 0.0005][(seed % 3) as usize];
+    let mut bits = |p: f32| -> Vec<u32> {
+        (0..words)
+            .map(|_| (0..32).fold(0u32, |w, i| w | ((rng.next_f32() < p) as u32) << i))
+            .collect()
+    };
+    let mut allowed = bits(density);
+    let seen = bits(0.05);
+    allowed[words - 1] |= !0u32 << (n % 32); // past n: never a candidate
+    let one = rng.range(0, n - 1);
+    allowed[one / 32] |= 1 << (one % 32);
+    let inv_temp = 1.0 / rng.uniform(0.3, 1.5);
+    let xd = b.upload("logits", &x).map_err(e(op))?;
+    let has = |w: &[u32], i: usize| w[i / 32] >> (i % 32) & 1 == 1;
+    let mut said = Vec::new();
+    for masked in [true, false] {
+        let filter = lorekeeper_engine::LogitFilter {
+            allowed: masked.then_some(&allowed[..]),
+            penalized: Some(&seen),
+            penalty: 2.0,
+        };
+        let got = b
+            .select_filtered(&xd, n, k, Some(inv_temp), &filter)
+            .await
+            .map_err(e(op))?;
+        // Oracle: the allowed tokens' penalized logits, stable sort descending.
+        let kept: Vec<(u32, f32)> = (0..n)
+            .filter(|&i| !masked || has(&allowed, i))
+            .map(|i| {
+                let v = x[i];
+                let v = match has(&seen, i) {
+                    true if v > 0.0 => v / 2.0,
+                    true => v * 2.0,
+                    false => v,
+                };
+                (i as u32, v)
+            })
+            .collect();
+        let mut want = kept.clone();
+        want.sort_by(|a, c| c.1.total_cmp(&a.1).then(a.0.cmp(&c.0)));
+        want.truncate(k);
+        let what = format!("n={n} k={k} masked={masked} allowed={}", kept.len());
+        if got.top != want {
+            let at = got
+                .top
+                .iter()
+                .zip(&want)
+                .position(|(g, w)| g != w)
+                .unwrap_or(got.top.len().min(want.len()));
+            return Err(format!(
+                "{op} {what}: top-k differs at rank {at}: got {:?}, want {:?} ({} vs {} candidates)",
+                got.top.get(at),
+                want.get(at),
+                got.top.len(),
+                want.len()
+            ));
+        }
+        let mx = want[0].1 as f64;
+        let z: f64 = kept
+            .iter()
+            .map(|&(_, v)| ((v as f64 - mx) * inv_temp as f64).exp())
+            .sum();
+        let gz = got
+            .sum_exp
+            .ok_or_else(|| format!("{op}: no normaliser returned"))?;
+        said.push(compare(
+            op,
+            format!("{what} (normaliser)"),
+            bounds::SUM_EXP,
+            &[z],
+            &[gz as f32],
+        )?);
+    }
+    Ok(said.join("; "))
+}
+
 /// A matrix stored as LQ4 row blocks (a matrix over one binding's limit): every block's GEMV
 /// and GEMM written into its window of the full output, and the embedding gathered block by
 /// block, equal the whole matrix's oracle.

@@ -62,6 +62,7 @@ on_both!(
     softmax,
     embed_q4,
     select,
+    select_filtered,
     q4_blocks,
     layer_norm,
     bias_gelu,

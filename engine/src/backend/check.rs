@@ -345,3 +345,33 @@ pub fn select<B: BufferLen>(logits: &B, n: usize, k: usize) -> Result<()> {
     }
     need_len("select", "logits", logits, n)
 }
+
+pub fn select_filtered<B: BufferLen>(
+    logits: &B,
+    n: usize,
+    k: usize,
+    filter: &LogitFilter<'_>,
+) -> Result<()> {
+    select(logits, n, k)?;
+    let words = n.div_ceil(32);
+    for (name, set) in [("allowed", filter.allowed), ("penalized", filter.penalized)] {
+        if let Some(w) = set {
+            if w.len() < words {
+                return Err(shape_err(
+                    "select_filtered",
+                    format!(
+                        "the {name} bitset has {} words; {n} logits need {words}",
+                        w.len()
+                    ),
+                ));
+            }
+        }
+    }
+    if !(filter.penalty >= 1.0 && filter.penalty.is_finite()) {
+        return Err(shape_err(
+            "select_filtered",
+            format!("repetition penalty {} must be >= 1", filter.penalty),
+        ));
+    }
+    Ok(())
+}

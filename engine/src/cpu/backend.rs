@@ -9,7 +9,7 @@ use super::{
     simd,
 };
 use crate::backend::{
-    check, need_len, AttnShape, Backend, BufferLen, DeltaShape, KvFormat, MatmulInput,
+    check, need_len, AttnShape, Backend, BufferLen, DeltaShape, KvFormat, LogitFilter, MatmulInput,
     MatmulKernel, RopeShape, Selection,
 };
 use crate::error::{shape_err, Result};
@@ -590,5 +590,22 @@ impl Backend for CpuBackend {
     ) -> Result<Selection> {
         check::select(logits, n, k)?;
         Ok(select::select(&logits.get()[..n], k, inv_temp))
+    }
+
+    async fn select_filtered(
+        &self,
+        logits: &CpuBuffer,
+        n: usize,
+        k: usize,
+        inv_temp: Option<f32>,
+        filter: &LogitFilter<'_>,
+    ) -> Result<Selection> {
+        check::select_filtered(logits, n, k, filter)?;
+        Ok(select::select_filtered(
+            &logits.get()[..n],
+            k,
+            inv_temp,
+            filter,
+        ))
     }
 }

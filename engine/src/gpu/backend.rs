@@ -6,8 +6,8 @@ use super::kernels;
 use super::kernels::elementwise;
 use super::kernels::rows::Rows;
 use crate::backend::{
-    check, need_len, AttnShape, Backend, DeltaShape, KvFormat, MatmulInput, MatmulKernel,
-    RopeShape, Selection,
+    check, need_len, AttnShape, Backend, DeltaShape, KvFormat, LogitFilter, MatmulInput,
+    MatmulKernel, RopeShape, Selection,
 };
 use crate::error::{shape_err, Result};
 use crate::quant::Q4Matrix;
@@ -58,6 +58,10 @@ impl GpuContext {
 }
 
 impl Backend for GpuContext {
+    fn submit(&self) -> Result<()> {
+        self.flush()
+    }
+
     type Buffer = GpuBuffer;
     type Q4 = GpuQ4;
     type Kv = GpuBuffer;
@@ -631,5 +635,17 @@ impl Backend for GpuContext {
     ) -> Result<Selection> {
         check::select(logits, n, k)?;
         kernels::topk::select(self, &logits.buf, n, k, inv_temp).await
+    }
+
+    async fn select_filtered(
+        &self,
+        logits: &GpuBuffer,
+        n: usize,
+        k: usize,
+        inv_temp: Option<f32>,
+        filter: &LogitFilter<'_>,
+    ) -> Result<Selection> {
+        check::select_filtered(logits, n, k, filter)?;
+        kernels::topk::select_filtered(self, &logits.buf, n, k, inv_temp, filter).await
     }
 }

@@ -48,7 +48,8 @@ fn main(
     var sum = 0.0;
     for (var e = 0u; e < E; e++) {
         let j = base + e * WG + lid;
-        if (j < p.n && x[j] >= LOWEST) {
+        // LOWEST is a token the sampling filter removed (`logit_filter.wgsl`).
+        if (j < p.n && x[j] > LOWEST) {
             sum += exp((x[j] - mx) * p.inv_temp);
         }
     }

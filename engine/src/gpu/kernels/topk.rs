@@ -1,7 +1,7 @@
 //! Top-k selection and the softmax normaliser, for sampling that reads back only what it needs.
 
-use super::groups_for;
-use crate::backend::Selection;
+use super::{dispatch_items, groups_for};
+use crate::backend::{LogitFilter, Selection};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, Shader};
 
@@ -10,6 +10,9 @@ pub const KERNEL: Shader = crate::shader!("topk");
 
 /// The normaliser kernel.
 pub const SUM_EXP: Shader = crate::shader!("sum_exp");
+
+/// The sampling filter (the grammar's mask and the repetition penalty applied on the device).
+pub const LOGIT_FILTER: Shader = crate::shader!("logit_filter", common);
 
 /// Threads per workgroup of both kernels.
 const WG: u32 = 256;
@@ -127,6 +130,45 @@ pub(crate) async fn select(
         _ => None,
     };
     Ok(Selection { top, sum_exp })
+}
+
+/// [`select`] over the logits as `filter` leaves them: its bitsets uploaded (`n / 32` words
+/// each), the filter written into a scratch row on the device, the stages run on that row, and
+/// only allowed candidates kept. Shapes are checked by the caller.
+pub(crate) async fn select_filtered(
+    ctx: &GpuContext,
+    logits: &wgpu::Buffer,
+    n: usize,
+    k: usize,
+    inv_temp: Option<f32>,
+    filter: &LogitFilter<'_>,
+) -> Result<Selection> {
+    let words = n.div_ceil(32);
+    let upload = |set: Option<&[u32]>| -> Result<Option<wgpu::Buffer>> {
+        let Some(w) = set else { return Ok(None) };
+        let buf = ctx.take_scratch("sampling bitset", (words * 4) as u64)?;
+        ctx.write_buffer(&buf, 0, bytemuck::cast_slice(&w[..words]));
+        Ok(Some(buf))
+    };
+    let allowed = upload(filter.allowed)?;
+    let penalized = upload(filter.penalized.filter(|_| filter.penalty != 1.0))?;
+    let row = ctx.take_scratch("filtered logits", (n * 4) as u64)?;
+    let flags = allowed.is_some() as u32 | (penalized.is_some() as u32) << 1;
+    let bound = [
+        logits,
+        allowed.as_ref().unwrap_or(ctx.dummy()),
+        penalized.as_ref().unwrap_or(ctx.dummy()),
+        &row,
+    ];
+    let params = [n as u32, filter.penalty.to_bits(), flags, 0];
+    dispatch_items(ctx, &LOGIT_FILTER, params, &bound, n)?;
+    let got = select(ctx, &row, n, k, inv_temp).await;
+    for b in [Some(row), allowed, penalized].into_iter().flatten() {
+        ctx.give_scratch(b);
+    }
+    let mut sel = got?;
+    sel.top.retain(|&(i, _)| filter.allows(i as usize));
+    Ok(sel)
 }
 
 /// `sum_w s_w * exp((m_w - max) * inv_temp)` over `(m_w, s_w)` pairs.
