@@ -240,8 +240,9 @@ impl Asked {
     }
 }
 
-/// The question's terms, stemmed ([`stem`]), with their idf in the story (terms the story
-/// lacks get the idf of a term found once), function words left out.
+/// The question's terms, stemmed ([`stem`]), with their idf in the story (English terms the
+/// story lacks get the idf of a term found once; Chinese pairs it lacks are left out),
+/// function words left out.
 pub fn question_terms(question: &str, bm25: &Bm25Index) -> Vec<(String, f32)> {
     let mut out: Vec<(String, f32)> = Vec::new();
     for t in bm25::tokenize(question) {
@@ -251,9 +252,17 @@ pub fn question_terms(question: &str, bm25: &Bm25Index) -> Vec<(String, f32)> {
         }
         // BM25 indexes stems without stopwords: a stopword is as common as can be.
         let df = match bm25::term(t.clone()) {
-            Some(term) => bm25.postings(&term).map_or(1, <[_]>::len),
+            Some(term) => bm25.postings(&term).map_or(0, <[_]>::len),
             None => bm25.len(),
         };
+        // A Chinese pair of characters that the story never holds is an artifact of reading
+        // characters in pairs (`蟠争`, `买丫`: across the words of "薛蟠争买丫头"), not a word:
+        // no span can hold it, and at the idf of a term found once it outweighed the pairs
+        // that match, so the passages' retrieval prior decided every Chinese answer.
+        if df == 0 && t.chars().any(bm25::is_cjk_letter) {
+            continue;
+        }
+        let df = df.max(1);
         out.push((st, bm25.idf(df)));
     }
     out

@@ -309,3 +309,22 @@ fn a_colour_must_be_said_of_the_thing_asked() {
     best.text = "Alice wore a blue dress that day".into();
     assert_eq!(kind_shortfall(q, Wants::Any, Some(&best)), None);
 }
+
+/// A Chinese question's pairs of characters that the story never holds (read across its
+/// words: `蟠争`, `争买`, `买丫`) are no terms of it, so they do not shrink the share of the
+/// pairs a span can hold; an English word the story lacks stays, at the idf of a term found
+/// once.
+#[test]
+fn chinese_pairs_the_story_never_holds_are_no_terms() {
+    let bm = Bm25Index::build(
+        ["薛蟠打死了冯渊", "那丫头是英莲", "the cat sat"],
+        Default::default(),
+    );
+    let terms: Vec<String> = super::question_terms("薛蟠争买丫头", &bm)
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
+    assert_eq!(terms, ["薛蟠", "丫头"]);
+    let en = super::question_terms("the cat and the dog", &bm);
+    assert!(en.iter().any(|(t, _)| t == "dog"), "{en:?}");
+}

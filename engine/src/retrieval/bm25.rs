@@ -61,7 +61,8 @@ pub struct Bm25Index {
     avg_len: f32,
 }
 
-fn is_cjk_letter(c: char) -> bool {
+/// A CJK character that is a letter, not punctuation: [`tokenize`] reads runs of them in pairs.
+pub fn is_cjk_letter(c: char) -> bool {
     is_cjk(c) && c.is_alphanumeric()
 }
 
