@@ -6,6 +6,7 @@
 use std::sync::OnceLock;
 
 use lorekeeper_engine::cpu::pool as cpu_pool;
+use lorekeeper_engine::rng::Pcg32;
 use lorekeeper_engine::{Backend, CpuBackend, GpuContext, Requirements};
 use lorekeeper_tests::suite;
 
@@ -95,6 +96,52 @@ fn pipelines_are_cached() {
         ctx.pipeline_count(),
         before,
         "a second run of the same kernel compiled a new pipeline"
+    );
+}
+
+/// A decode step's token-loop ops on the GPU, the embedding gather and sampling under a mask
+/// with the penalty, build their bind groups at the first step only: no buffer is created per
+/// token (the ids and the bitsets go into pooled scratch buffers), so later steps find every
+/// bind group in the cache.
+#[test]
+fn token_steps_build_no_bind_groups() {
+    // A context of its own: the shared one runs other tests' kernels concurrently.
+    let ctx = match GpuContext::new_blocking(Requirements::default()) {
+        Ok(c) => c,
+        Err(e) => panic!("no GPU adapter: {e}"),
+    };
+    let mut rng = Pcg32::new(5);
+    let (vocab, cols) = (301, 96);
+    let table = ctx
+        .upload_q4("table", &suite::random_q4(&mut rng, vocab, cols))
+        .expect("table");
+    let x = ctx.alloc("x", cols).expect("x");
+    let logits = ctx
+        .upload("logits", &rng.normal_vec(vocab, 2.0))
+        .expect("logits");
+    let step = |t: u32| {
+        ctx.embed_q4(&[t], &table, &x).expect("embed");
+        let mask: Vec<u32> = (0..vocab.div_ceil(32) as u32)
+            .map(|w| 0x5555_5555u32.rotate_left(w + t))
+            .collect();
+        let seen = vec![1u32 << (t % 32); vocab.div_ceil(32)];
+        let filter = lorekeeper_engine::LogitFilter {
+            allowed: Some(&mask),
+            penalized: Some(&seen),
+            penalty: 1.1,
+        };
+        pollster::block_on(ctx.select_filtered(&logits, vocab, 8, Some(1.0), &filter))
+            .expect("select");
+    };
+    step(3);
+    let built = ctx.bind_group_count();
+    for t in [7, 11, 200, 4, 9] {
+        step(t);
+    }
+    assert_eq!(
+        ctx.bind_group_count(),
+        built,
+        "a later token step built bind groups of its own"
     );
 }
 

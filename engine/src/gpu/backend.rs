@@ -57,6 +57,24 @@ impl GpuContext {
     }
 }
 
+impl GpuContext {
+    /// Runs `record` with the token ids uploaded into a pooled scratch buffer, given back once
+    /// the dispatch is recorded: no buffer is created per token, so the gather's bind group is
+    /// built once and found in the cache after. (A later write into the buffer is ordered
+    /// after this dispatch: `write_buffer` submits what is recorded first.)
+    fn embed_ids(
+        &self,
+        ids: &[u32],
+        record: impl FnOnce(&wgpu::Buffer) -> Result<()>,
+    ) -> Result<()> {
+        let idb = self.take_scratch("token ids", (ids.len() * 4) as u64)?;
+        self.write_buffer(&idb, 0, bytemuck::cast_slice(ids));
+        let done = record(&idb);
+        self.give_scratch("token ids", idb);
+        done
+    }
+}
+
 impl Backend for GpuContext {
     fn submit(&self) -> Result<()> {
         self.flush()
@@ -578,13 +596,9 @@ impl Backend for GpuContext {
 
     fn embed_q4(&self, ids: &[u32], table: &GpuQ4, out: &GpuBuffer) -> Result<()> {
         check::embed(ids, table.rows, table.cols, out)?;
-        let idb = self.create_storage(
-            "token ids",
-            (ids.len() * 4) as u64,
-            wgpu::BufferUsages::empty(),
-        )?;
-        self.write_buffer(&idb, 0, bytemuck::cast_slice(ids));
-        kernels::embed_q4::dispatch(self, table, &idb, &out.buf, ids.len(), 0)
+        self.embed_ids(ids, |idb| {
+            kernels::embed_q4::dispatch(self, table, idb, &out.buf, ids.len(), 0)
+        })
     }
 
     fn embed_q4_block(
@@ -598,13 +612,9 @@ impl Backend for GpuContext {
         if ids.is_empty() {
             return Ok(());
         }
-        let idb = self.create_storage(
-            "token ids",
-            (ids.len() * 4) as u64,
-            wgpu::BufferUsages::empty(),
-        )?;
-        self.write_buffer(&idb, 0, bytemuck::cast_slice(ids));
-        kernels::embed_q4::dispatch(self, table, &idb, &out.buf, ids.len(), row0)
+        self.embed_ids(ids, |idb| {
+            kernels::embed_q4::dispatch(self, table, idb, &out.buf, ids.len(), row0)
+        })
     }
 
     fn copy(

@@ -129,7 +129,7 @@ pub struct GpuContext {
     pending: Mutex<Pending>,
     ring: wgpu::Buffer,
     staging: Mutex<Vec<wgpu::Buffer>>,
-    scratch: Mutex<Vec<wgpu::Buffer>>,
+    scratch: Mutex<Vec<(&'static str, wgpu::Buffer)>>,
     /// A 16-byte buffer bound where a kernel's optional input is unused.
     dummy: wgpu::Buffer,
     /// Two 16-byte buffers bound where a kernel's optional outputs are unused.
@@ -392,6 +392,11 @@ impl GpuContext {
         lock(&self.pipelines).len()
     }
 
+    /// Number of bind groups built and kept so far (for tests that a token's ops build none).
+    pub fn bind_group_count(&self) -> usize {
+        lock(&self.binds).len()
+    }
+
     /// Records one dispatch: `params` become binding 0 (uniform), `buffers` bindings 1.. in order.
     pub(crate) fn dispatch(
         &self,
@@ -567,28 +572,33 @@ impl GpuContext {
     }
 
     /// A storage buffer of at least `bytes` for an op's temporaries, from a pool. Give it back
-    /// with [`GpuContext::give_scratch`] once the op's work is recorded: a later
-    /// `write_buffer` submits recorded work before writing, and later dispatches run after
-    /// earlier ones, so reuse never overtakes a pending use.
-    pub(crate) fn take_scratch(&self, label: &str, bytes: u64) -> Result<wgpu::Buffer> {
+    /// with [`GpuContext::give_scratch`] under the same `label` once the op's work is
+    /// recorded: a later `write_buffer` submits recorded work before writing, and later
+    /// dispatches run after earlier ones, so reuse never overtakes a pending use. The pool
+    /// hands back the buffer last given under `label` when it fits, so an op called again
+    /// (each token) binds the same buffers and finds its bind groups in the cache; only when
+    /// none under its label fits does it take another label's or a new one.
+    pub(crate) fn take_scratch(&self, label: &'static str, bytes: u64) -> Result<wgpu::Buffer> {
         let bytes = bytes.max(16).next_multiple_of(256);
+        let fits = |b: &wgpu::Buffer| b.size() >= bytes && b.size() <= 4 * bytes;
         let mut pool = lock(&self.scratch);
-        if let Some(i) = pool
-            .iter()
-            .position(|b| b.size() >= bytes && b.size() <= 4 * bytes)
-        {
-            return Ok(pool.swap_remove(i));
+        let at = (pool.iter().rposition(|(l, b)| *l == label && fits(b)))
+            .or_else(|| pool.iter().rposition(|(_, b)| fits(b)));
+        if let Some(i) = at {
+            return Ok(pool.remove(i).1);
         }
         drop(pool);
         self.create_storage(label, bytes, wgpu::BufferUsages::empty())
     }
 
-    /// Returns a scratch buffer to the pool.
-    pub(crate) fn give_scratch(&self, buf: wgpu::Buffer) {
+    /// Returns a scratch buffer taken under `label` to the pool (which keeps the 32 given
+    /// last).
+    pub(crate) fn give_scratch(&self, label: &'static str, buf: wgpu::Buffer) {
         let mut pool = lock(&self.scratch);
-        if pool.len() < 32 {
-            pool.push(buf);
+        if pool.len() == 32 {
+            pool.remove(0);
         }
+        pool.push((label, buf));
     }
 
     fn take_staging(&self, size: u64) -> wgpu::Buffer {

@@ -142,11 +142,9 @@ fn dispatch_split(
     let target = ctx.tuning.attn_groups as usize;
     let (split, n_splits) = split_plan(keys, (s.kv_heads, s.tokens), wg as usize, target);
     let rows = s.tokens * s.heads;
-    let ml = ctx.take_scratch("attention partial (m, l)", (rows * n_splits * 8) as u64)?;
-    let acc = ctx.take_scratch(
-        "attention partial outputs",
-        (rows * n_splits * s.head_dim * 4) as u64,
-    )?;
+    let (ml_label, acc_label) = ("attention partial (m, l)", "attention partial outputs");
+    let ml = ctx.take_scratch(ml_label, (rows * n_splits * 8) as u64)?;
+    let acc = ctx.take_scratch(acc_label, (rows * n_splits * s.head_dim * 4) as u64)?;
     let p = Params::new(&s, split, n_splits);
     let g = (s.heads / s.kv_heads) as u32;
     let d4 = (s.head_dim / 4) as u32;
@@ -175,8 +173,8 @@ fn dispatch_split(
         &[&ml, &acc, out],
         super::groups_for(rows, 1),
     )?;
-    ctx.give_scratch(ml);
-    ctx.give_scratch(acc);
+    ctx.give_scratch(acc_label, acc);
+    ctx.give_scratch(ml_label, ml);
     Ok(())
 }
 

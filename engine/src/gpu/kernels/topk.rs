@@ -14,6 +14,13 @@ pub const SUM_EXP: Shader = crate::shader!("sum_exp");
 /// The sampling filter (the grammar's mask and the repetition penalty applied on the device).
 pub const LOGIT_FILTER: Shader = crate::shader!("logit_filter", common);
 
+/// Scratch labels of the top-k stages' (values, indices): the first, the second, any later.
+const STAGE_LABELS: [(&str, &str); 3] = [
+    ("topk values", "topk indices"),
+    ("topk values, stage 2", "topk indices, stage 2"),
+    ("topk values, later stages", "topk indices, later stages"),
+];
+
 /// Threads per workgroup of both kernels.
 const WG: u32 = 256;
 /// Candidates per thread (`E` in the WGSL; a test checks they agree).
@@ -50,11 +57,17 @@ pub(crate) async fn select(
     // Stage buffers: ping-pong (values, indices).
     let mut n_in = n;
     let mut groups = n.div_ceil(chunk);
-    let mut src: Option<(wgpu::Buffer, wgpu::Buffer)> = None;
-    let mut used = Vec::new();
+    // (label, buffer) of the last stage's values and indices.
+    type Stage = ((&'static str, wgpu::Buffer), (&'static str, wgpu::Buffer));
+    let mut src: Option<Stage> = None;
+    let mut used: Vec<(&'static str, wgpu::Buffer)> = Vec::new();
+    let mut stage = 0;
     loop {
-        let vals = ctx.take_scratch("topk values", (groups * k * 4) as u64)?;
-        let idx = ctx.take_scratch("topk indices", (groups * k * 4) as u64)?;
+        // A label per stage, so each stage gets its own buffers back at the next token.
+        let (vl, il) = STAGE_LABELS[stage.min(STAGE_LABELS.len() - 1)];
+        stage += 1;
+        let vals = ctx.take_scratch(vl, (groups * k * 4) as u64)?;
+        let idx = ctx.take_scratch(il, (groups * k * 4) as u64)?;
         let p = Params {
             n: n_in as u32,
             k: k as u32,
@@ -62,7 +75,7 @@ pub(crate) async fn select(
             _p: 0,
         };
         let (vin, iin) = match &src {
-            Some((v, i)) => (v, i),
+            Some(((_, v), (_, i))) => (v, i),
             None => (logits, ctx.dummy()),
         };
         ctx.dispatch(
@@ -72,9 +85,8 @@ pub(crate) async fn select(
             &[vin, iin, &vals, &idx],
             groups_for(n_in, chunk as u32),
         )?;
-        if let Some(prev) = src.replace((vals, idx)) {
-            used.push(prev.0);
-            used.push(prev.1);
+        if let Some((v, i)) = src.replace(((vl, vals), (il, idx))) {
+            used.extend([v, i]);
         }
         if groups == 1 {
             break;
@@ -82,11 +94,13 @@ pub(crate) async fn select(
         n_in = groups * k;
         groups = n_in.div_ceil(chunk);
     }
-    let (vals, idx) = src.ok_or_else(|| crate::error::shape_err("select", "no stage ran"))?;
+    let ((vl, vals), (il, idx)) =
+        src.ok_or_else(|| crate::error::shape_err("select", "no stage ran"))?;
     let n_parts = n.div_ceil(chunk);
+    const PARTS: &str = "sum_exp partials";
     let parts = match inv_temp {
         Some(it) => {
-            let part = ctx.take_scratch("sum_exp partials", (n_parts * 8) as u64)?;
+            let part = ctx.take_scratch(PARTS, (n_parts * 8) as u64)?;
             let p = SumParams {
                 n: n as u32,
                 inv_temp: it,
@@ -109,10 +123,10 @@ pub(crate) async fn select(
         ranges.push((part, 0, (n_parts * 8) as u64));
     }
     let got = ctx.read_ranges(&ranges).await;
-    used.extend([vals, idx]);
-    used.extend(parts);
-    for b in used {
-        ctx.give_scratch(b);
+    used.extend([(vl, vals), (il, idx)]);
+    used.extend(parts.map(|b| (PARTS, b)));
+    for (label, b) in used.into_iter().rev() {
+        ctx.give_scratch(label, b);
     }
     let got = got?;
     let v: &[f32] = bytemuck::cast_slice(&got[0]);
@@ -144,15 +158,18 @@ pub(crate) async fn select_filtered(
     filter: &LogitFilter<'_>,
 ) -> Result<Selection> {
     let words = n.div_ceil(32);
-    let upload = |set: Option<&[u32]>| -> Result<Option<wgpu::Buffer>> {
+    const MASK: &str = "sampling mask";
+    const SEEN: &str = "sampling seen tokens";
+    const ROW: &str = "filtered logits";
+    let upload = |label: &'static str, set: Option<&[u32]>| -> Result<Option<wgpu::Buffer>> {
         let Some(w) = set else { return Ok(None) };
-        let buf = ctx.take_scratch("sampling bitset", (words * 4) as u64)?;
+        let buf = ctx.take_scratch(label, (words * 4) as u64)?;
         ctx.write_buffer(&buf, 0, bytemuck::cast_slice(&w[..words]));
         Ok(Some(buf))
     };
-    let allowed = upload(filter.allowed)?;
-    let penalized = upload(filter.penalized.filter(|_| filter.penalty != 1.0))?;
-    let row = ctx.take_scratch("filtered logits", (n * 4) as u64)?;
+    let allowed = upload(MASK, filter.allowed)?;
+    let penalized = upload(SEEN, filter.penalized.filter(|_| filter.penalty != 1.0))?;
+    let row = ctx.take_scratch(ROW, (n * 4) as u64)?;
     let flags = allowed.is_some() as u32 | (penalized.is_some() as u32) << 1;
     let bound = [
         logits,
@@ -163,8 +180,11 @@ pub(crate) async fn select_filtered(
     let params = [n as u32, filter.penalty.to_bits(), flags, 0];
     dispatch_items(ctx, &LOGIT_FILTER, params, &bound, n)?;
     let got = select(ctx, &row, n, k, inv_temp).await;
-    for b in [Some(row), allowed, penalized].into_iter().flatten() {
-        ctx.give_scratch(b);
+    ctx.give_scratch(ROW, row);
+    for (label, b) in [(SEEN, penalized), (MASK, allowed)] {
+        if let Some(b) = b {
+            ctx.give_scratch(label, b);
+        }
     }
     let mut sel = got?;
     sel.top.retain(|&(i, _)| filter.allows(i as usize));
