@@ -99,8 +99,9 @@ fn pipelines_are_cached() {
     );
 }
 
-/// A decode step's token-loop ops on the GPU, the embedding gather and sampling under a mask
-/// with the penalty, build their bind groups at the first step only: no buffer is created per
+/// A decode step's token-loop ops on the GPU, the embedding gather, decode attention (its
+/// split partials in scratch where the tuning splits) and sampling under a mask with the
+/// penalty, build their bind groups at the first step only: no buffer is created per
 /// token (the ids and the bitsets go into pooled scratch buffers), so later steps find every
 /// bind group in the cache.
 #[test]
@@ -119,8 +120,26 @@ fn token_steps_build_no_bind_groups() {
     let logits = ctx
         .upload("logits", &rng.normal_vec(vocab, 2.0))
         .expect("logits");
+    let shape = lorekeeper_engine::AttnShape {
+        tokens: 1,
+        heads: 4,
+        kv_heads: 2,
+        head_dim: 32,
+        pos0: 40,
+        ctx: 64,
+        scale: 32f32.powf(-0.5),
+        causal: true,
+    };
+    let q = ctx.upload("q", &rng.normal_vec(4 * 32, 1.0)).expect("q");
+    let kv = rng.normal_vec(64 * 2 * 32, 1.0);
+    let (kc, vc) = (
+        ctx.upload("k", &kv).expect("k"),
+        ctx.upload("v", &kv).expect("v"),
+    );
+    let att = ctx.alloc("attention out", 4 * 32).expect("out");
     let step = |t: u32| {
         ctx.embed_q4(&[t], &table, &x).expect("embed");
+        ctx.attention(&q, &kc, &vc, &att, shape).expect("attention");
         let mask: Vec<u32> = (0..vocab.div_ceil(32) as u32)
             .map(|w| 0x5555_5555u32.rotate_left(w + t))
             .collect();
