@@ -145,11 +145,25 @@ pub struct LogitFilter<'a> {
     pub penalty: f32,
 }
 
+/// Is bit `id` of the bitset `words` set (bit `id % 32` of word `id / 32`; ids past it: no)?
+pub fn bit_set(words: &[u32], id: usize) -> bool {
+    words.get(id / 32).is_some_and(|w| w >> (id % 32) & 1 == 1)
+}
+
+/// The repetition penalty's rule (CTRL / Hugging Face): a positive logit divided by
+/// `penalty`, any other multiplied by it.
+pub fn penalized(l: f32, penalty: f32) -> f32 {
+    if l > 0.0 {
+        l / penalty
+    } else {
+        l * penalty
+    }
+}
+
 impl LogitFilter<'_> {
     /// Is token `id` allowed?
     pub fn allows(&self, id: usize) -> bool {
-        self.allowed
-            .is_none_or(|w| w.get(id / 32).is_some_and(|w| w >> (id % 32) & 1 == 1))
+        self.allowed.is_none_or(|w| bit_set(w, id))
     }
 
     /// Token `id`'s logit `l` as the filter leaves it (`None`: not allowed).
@@ -157,15 +171,8 @@ impl LogitFilter<'_> {
         if !self.allows(id) {
             return None;
         }
-        let pen = self.penalty != 1.0
-            && self
-                .penalized
-                .is_some_and(|w| w.get(id / 32).is_some_and(|w| w >> (id % 32) & 1 == 1));
-        Some(match pen {
-            true if l > 0.0 => l / self.penalty,
-            true => l * self.penalty,
-            false => l,
-        })
+        let pen = self.penalty != 1.0 && self.penalized.is_some_and(|w| bit_set(w, id));
+        Some(if pen { penalized(l, self.penalty) } else { l })
     }
 }
 

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{Backend, LogitFilter, MAX_TOP_K};
+use crate::backend::{bit_set, penalized, Backend, LogitFilter, MAX_TOP_K};
 use crate::error::{EngineError, Result};
 use crate::models::Decoder;
 use crate::rng::Pcg32;
@@ -120,7 +120,7 @@ pub fn apply_repetition_penalty(logits: &mut [f32], seen: &[u32], penalty: f32) 
     for &id in seen {
         if done.insert(id) {
             if let Some(l) = logits.get_mut(id as usize) {
-                *l = if *l > 0.0 { *l / penalty } else { *l * penalty };
+                *l = penalized(*l, penalty);
             }
         }
     }
@@ -169,13 +169,6 @@ pub async fn next_token_masked<B: Backend>(
     mask: &[u32],
 ) -> Result<u32> {
     next_token_filtered(b, model, history, generated, p, rng, Some(mask)).await
-}
-
-/// Is bit `id` of `words` set?
-fn bit(words: &[u32], id: u32) -> bool {
-    words
-        .get(id as usize / 32)
-        .is_some_and(|w| w >> (id % 32) & 1 == 1)
 }
 
 /// The bitset of `v` words' ids that `ids` holds.
@@ -236,8 +229,7 @@ async fn next_token_filtered<B: Backend>(
     );
     if !banned.is_empty() {
         let w = allowed.get_or_insert_with(|| clip(vec![u32::MAX; words]));
-        let mut blocked: Vec<u32> = banned.into_iter().filter(|&t| bit(w, t)).collect();
-        blocked.dedup();
+        let blocked: Vec<u32> = banned.into_iter().filter(|&t| mask_allows(w, t)).collect();
         if blocked.len() < open(w) {
             for t in blocked {
                 w[t as usize / 32] &= !(1 << (t % 32));
@@ -300,9 +292,7 @@ pub trait Constraint {
 
 /// Is `id` allowed by a `Step::Sample` mask?
 pub fn mask_allows(mask: &[u32], id: u32) -> bool {
-    mask.get(id as usize / 32)
-        .map(|w| w >> (id % 32) & 1 == 1)
-        .unwrap_or(false)
+    bit_set(mask, id as usize)
 }
 
 /// Generation settings.

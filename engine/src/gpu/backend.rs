@@ -55,9 +55,7 @@ impl GpuContext {
             }
         }
     }
-}
 
-impl GpuContext {
     /// Runs `record` with the token ids uploaded into a pooled scratch buffer, given back once
     /// the dispatch is recorded: no buffer is created per token, so the gather's bind group is
     /// built once and found in the cache after. (A later write into the buffer is ordered
@@ -76,13 +74,13 @@ impl GpuContext {
 }
 
 impl Backend for GpuContext {
-    fn submit(&self) -> Result<()> {
-        self.flush()
-    }
-
     type Buffer = GpuBuffer;
     type Q4 = GpuQ4;
     type Kv = GpuBuffer;
+
+    fn submit(&self) -> Result<()> {
+        self.flush()
+    }
 
     fn describe(&self) -> String {
         self.adapter_description()
