@@ -628,27 +628,50 @@ pub async fn rms_norm_rope<B: Backend>(b: &B, seed: u64) -> Check {
     Ok(said)
 }
 
-/// Causal attention over KV caches in the backend's format ([`Backend::kv_format`]): the
-/// cache filled in two writes (the prompt, then the new tokens from an offset in their
-/// buffer), slots past them NaN; decode (even seeds), a few tokens (odd seeds) and, every third
-/// seed, 5–9 tokens after a long cache (the CPU's blocked path, which widens an f16 cache).
-/// The oracle reads the keys and values rounded to the cache's format.
+/// Causal attention over KV caches in f32 and in f16 (every backend takes both; its own
+/// format, [`Backend::kv_format`], is one of them): the cache filled in two writes (the
+/// prompt, then the new tokens from an offset in their buffer), slots past them NaN; decode
+/// (even seeds), a few tokens (odd seeds) and, every third seed, 5–9 tokens after a long cache
+/// (the CPU's blocked path, which widens an f16 cache); then, in each format, one decode step
+/// with head_dim a multiple of 4 (the GPU's decode kernel). Odd seeds take an odd row after an
+/// odd number of positions, so an f16 cache's writes start and end inside a word of two
+/// halves. The oracle reads the keys and values rounded to the cache's format.
 pub async fn attention_kv<B: Backend>(b: &B, seed: u64) -> Check {
+    for format in [KvFormat::F32, KvFormat::F16] {
+        attention_kv_in(b, seed, format, false).await?;
+    }
+    attention_kv_in(b, seed, KvFormat::F32, true).await?;
+    attention_kv_in(b, seed, KvFormat::F16, true).await
+}
+
+async fn attention_kv_in<B: Backend>(b: &B, seed: u64, format: KvFormat, by4: bool) -> Check {
     let op = "attention over KV caches";
     let mut rng = Pcg32::new(seed + 300);
     let tokens = match (seed % 2, seed % 3) {
+        _ if by4 => 1,
         (_, 2) => rng.range(5, 10),
         (0, _) => 1,
         _ => rng.range(2, 4),
     };
-    let kv_heads = rng.range(1, 3);
+    let odd = seed % 2 == 1 && !by4;
+    let kv_heads = if odd {
+        1 + 2 * rng.range(0, 1)
+    } else {
+        rng.range(1, 3)
+    };
     let heads = kv_heads * rng.range(1, 4);
-    let head_dim = rng.range(1, 130);
+    let head_dim = if by4 {
+        4 * rng.range(1, 32)
+    } else if odd {
+        2 * rng.range(0, 64) + 1
+    } else {
+        rng.range(1, 130)
+    };
     let pos0 = if seed % 3 == 2 {
         rng.range(129, 400)
     } else {
         rng.range(0, 80)
-    };
+    } | usize::from(odd);
     let ctx = pos0 + tokens + rng.range(1, 9);
     let row = kv_heads * head_dim;
     let (old, new) = (pos0 * row, tokens * row);
@@ -667,9 +690,7 @@ pub async fn attention_kv<B: Backend>(b: &B, seed: u64) -> Check {
     let nan = upload("nan", &vec![f32::NAN; (ctx * row) - old - new])?;
     let mut caches = Vec::new();
     for first in [&k_old, &v_old] {
-        let c = b
-            .alloc_kv("cache", ctx * row, b.kv_format())
-            .map_err(e(op))?;
+        let c = b.alloc_kv("cache", ctx * row, format).map_err(e(op))?;
         b.write_kv(first, 0, &c, 0, old).map_err(e(op))?;
         caches.push(c);
     }
@@ -697,7 +718,7 @@ pub async fn attention_kv<B: Backend>(b: &B, seed: u64) -> Check {
         .map_err(e(op))?;
     let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
     let stored = |x: &[f32]| -> Vec<f32> {
-        match b.kv_format() {
+        match format {
             KvFormat::F32 => x.to_vec(),
             KvFormat::F16 => x.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect(),
         }
@@ -717,8 +738,7 @@ pub async fn attention_kv<B: Backend>(b: &B, seed: u64) -> Check {
     compare(
         op,
         format!(
-            "{:?} tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx}",
-            b.kv_format()
+            "{format:?} tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx}",
         ),
         bounds::ATTENTION,
         &want,

@@ -1,6 +1,6 @@
 //! [`Backend`] on the GPU: shape checks, then the kernels' dispatch functions.
 
-use super::buffer::{GpuBuffer, GpuQ4};
+use super::buffer::{GpuBuffer, GpuKv, GpuQ4};
 use super::context::GpuContext;
 use super::kernels;
 use super::kernels::elementwise;
@@ -76,7 +76,7 @@ impl GpuContext {
 impl Backend for GpuContext {
     type Buffer = GpuBuffer;
     type Q4 = GpuQ4;
-    type Kv = GpuBuffer;
+    type Kv = GpuKv;
 
     fn submit(&self) -> Result<()> {
         self.flush()
@@ -389,66 +389,121 @@ impl Backend for GpuContext {
     ) -> Result<()> {
         check::attention(q, k_cache, v_cache, out, shape)?;
         no_alias("attention", out, &[q, k_cache, v_cache])?;
-        kernels::attention::dispatch(self, &q.buf, &k_cache.buf, &v_cache.buf, &out.buf, shape)
+        let caches = [&k_cache.buf, &v_cache.buf];
+        kernels::attention::dispatch(self, &q.buf, caches, KvFormat::F32, &out.buf, shape)
     }
 
-    fn alloc_kv(&self, label: &str, len: usize, format: KvFormat) -> Result<GpuBuffer> {
-        if format != KvFormat::F32 {
-            return Err(shape_err(
-                "alloc_kv",
-                format!("{label}: the GPU's KV cache is f32, not {format:?}"),
-            ));
+    /// f16 unless the tuning says otherwise (`kv_f16=0`): half the bytes decode attention
+    /// reads, converted as the kernels read them (`unpack2x16float`: every adapter has it).
+    fn kv_format(&self) -> KvFormat {
+        if self.tuning.kv_f16 {
+            KvFormat::F16
+        } else {
+            KvFormat::F32
         }
-        self.alloc(label, len)
+    }
+
+    fn alloc_kv(&self, label: &str, len: usize, format: KvFormat) -> Result<GpuKv> {
+        let words = match format {
+            KvFormat::F32 => len,
+            KvFormat::F16 => len.div_ceil(2),
+        };
+        let bytes = (words.max(1) * 4) as u64;
+        let buf = self.create_storage(label, bytes, wgpu::BufferUsages::empty())?;
+        Ok(GpuKv { buf, len, format })
     }
 
     fn write_kv(
         &self,
         src: &GpuBuffer,
         src_offset: usize,
-        dst: &GpuBuffer,
+        dst: &GpuKv,
         dst_offset: usize,
         len: usize,
     ) -> Result<()> {
-        if !self.tuning.kv_dispatch {
-            return self.copy(src, src_offset, dst, dst_offset, len);
-        }
         check::copy(src, src_offset, dst, dst_offset, len)?;
-        no_alias("write_kv", dst, &[src])?;
-        let offsets = (src_offset, dst_offset);
-        kernels::elementwise::copy_range(self, &[(&src.buf, &dst.buf)], offsets, len)
+        if same(&src.buf, &dst.buf) {
+            return Err(shape_err("write_kv", "the cache is also the source"));
+        }
+        let pair = [(&src.buf, &dst.buf)];
+        match dst.format {
+            KvFormat::F32 if !self.tuning.kv_dispatch => {
+                let bytes = |n: usize| (n * 4) as u64;
+                let (so, d) = (bytes(src_offset), bytes(dst_offset));
+                self.copy_buffer(&src.buf, so, &dst.buf, d, bytes(len));
+                Ok(())
+            }
+            KvFormat::F32 => {
+                kernels::elementwise::copy_range(self, &pair, (src_offset, dst_offset), len)
+            }
+            KvFormat::F16 => {
+                kernels::elementwise::kv_pack(self, &pair, (src_offset, dst_offset), len)
+            }
+        }
     }
 
     fn write_kv_pair(
         &self,
         [k, v]: [&GpuBuffer; 2],
         src_offset: usize,
-        [k_cache, v_cache]: [&GpuBuffer; 2],
+        [k_cache, v_cache]: [&GpuKv; 2],
         dst_offset: usize,
         len: usize,
     ) -> Result<()> {
-        if !self.tuning.kv_dispatch {
+        let f32_transfers = k_cache.format == KvFormat::F32 && !self.tuning.kv_dispatch;
+        if f32_transfers || k_cache.format != v_cache.format {
             self.write_kv(k, src_offset, k_cache, dst_offset, len)?;
             return self.write_kv(v, src_offset, v_cache, dst_offset, len);
         }
-        for (src, dst) in [(k, k_cache), (v, v_cache)] {
-            check::copy(src, src_offset, dst, dst_offset, len)?;
-            no_alias("write_kv_pair", dst, &[k, v])?;
+        for dst in [k_cache, v_cache] {
+            for src in [k, v] {
+                check::copy(src, src_offset, dst, dst_offset, len)?;
+                if same(&src.buf, &dst.buf) {
+                    return Err(shape_err("write_kv_pair", "a cache is also a source"));
+                }
+            }
         }
-        no_alias("write_kv_pair", k_cache, &[v_cache])?;
+        if same(&k_cache.buf, &v_cache.buf) {
+            return Err(shape_err(
+                "write_kv_pair",
+                "the K and V caches are one buffer",
+            ));
+        }
         let pairs = [(&k.buf, &k_cache.buf), (&v.buf, &v_cache.buf)];
-        kernels::elementwise::copy_range(self, &pairs, (src_offset, dst_offset), len)
+        let offsets = (src_offset, dst_offset);
+        match k_cache.format {
+            KvFormat::F32 => kernels::elementwise::copy_range(self, &pairs, offsets, len),
+            KvFormat::F16 => kernels::elementwise::kv_pack(self, &pairs, offsets, len),
+        }
     }
 
     fn attention_kv(
         &self,
         q: &GpuBuffer,
-        k_cache: &GpuBuffer,
-        v_cache: &GpuBuffer,
+        k_cache: &GpuKv,
+        v_cache: &GpuKv,
         out: &GpuBuffer,
         shape: AttnShape,
     ) -> Result<()> {
-        self.attention(q, k_cache, v_cache, out, shape)
+        check::attention(q, k_cache, v_cache, out, shape)?;
+        if k_cache.format != v_cache.format {
+            return Err(shape_err(
+                "attention",
+                "the K and V caches are in different formats",
+            ));
+        }
+        if [&k_cache.buf, &v_cache.buf]
+            .iter()
+            .any(|c| same(c, &out.buf) || same(c, &q.buf))
+        {
+            return Err(shape_err(
+                "attention",
+                "a cache is also the query or the output",
+            ));
+        }
+        no_alias("attention", out, &[q])?;
+        let caches = [&k_cache.buf, &v_cache.buf];
+        kernels::attention::dispatch(self, &q.buf, caches, k_cache.format, &out.buf, shape)
     }
 
     fn silu_mul(&self, gate: &GpuBuffer, up: &GpuBuffer, out: &GpuBuffer, n: usize) -> Result<()> {

@@ -1,6 +1,6 @@
-//! Device buffers as the backend hands them out: f32 buffers and LQ4 matrices.
+//! Device buffers as the backend hands them out: f32 buffers, KV caches and LQ4 matrices.
 
-use crate::backend::{BufferLen, MatrixShape};
+use crate::backend::{BufferLen, KvFormat, MatrixShape};
 
 /// A device buffer of `len` 4-byte elements.
 #[derive(Clone, Debug)]
@@ -12,6 +12,24 @@ pub struct GpuBuffer {
 }
 
 impl BufferLen for GpuBuffer {
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// A KV cache on the device: `len` values, as f32 or as f16 halves two to a 4-byte word (value
+/// `i` in half `i % 2` of word `i / 2`, the lower half first, as `pack2x16float` packs them).
+#[derive(Clone, Debug)]
+pub struct GpuKv {
+    /// The wgpu buffer.
+    pub buf: wgpu::Buffer,
+    /// Values.
+    pub len: usize,
+    /// How they are stored.
+    pub format: KvFormat,
+}
+
+impl BufferLen for GpuKv {
     fn len(&self) -> usize {
         self.len
     }

@@ -40,7 +40,9 @@ pub struct Shader {
 
 /// `shader!("name")`: the [`Shader`] for `name.wgsl` beside the calling file, entry `main`;
 /// `shader!("name", prelude)`: the same with `prelude.wgsl` prepended (`common`: workgroup size,
-/// grid ids, reductions; `gemv_common`: the block GEMVs' parameters and row reduction).
+/// grid ids, reductions; `gemv_common`: the block GEMVs' parameters and row reduction);
+/// `shader!("label" = "name", prelude, …)`: `name.wgsl` after several preludes, under its own
+/// label (one kernel in several forms: attention over an f32 or an f16 cache).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! shader {
@@ -57,6 +59,16 @@ macro_rules! shader {
             source: concat!(
                 include_str!(concat!(stringify!($prelude), ".wgsl")),
                 "\n",
+                include_str!(concat!($name, ".wgsl"))
+            ),
+            entry: "main",
+        }
+    };
+    ($label:literal = $name:literal, $($prelude:ident),+) => {
+        $crate::gpu::context::Shader {
+            label: $label,
+            source: concat!(
+                $(include_str!(concat!(stringify!($prelude), ".wgsl")), "\n",)+
                 include_str!(concat!($name, ".wgsl"))
             ),
             entry: "main",

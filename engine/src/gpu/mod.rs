@@ -14,5 +14,5 @@ pub mod context;
 pub mod fused_check;
 pub mod kernels;
 
-pub use buffer::{GpuBuffer, GpuQ4};
+pub use buffer::{GpuBuffer, GpuKv, GpuQ4};
 pub use context::{GpuContext, Requirements, Tuning};

@@ -1,6 +1,7 @@
 //! `lorekeeper bench-arch`: decode speed and per-sequence state memory of a Qwen3.5-4B-shaped
 //! hybrid against a Qwen3-4B-shaped transformer, both with random LQ4 weights, on the same
-//! backend in the same run, at several context lengths.
+//! backend in the same run, at several context lengths; and of the demo model's shape
+//! (SmolLM2-135M), small enough to time long contexts on a software rasteriser.
 //!
 //! Shapes are the published configurations (Qwen3-4B: 36 layers, 32/8 heads of 128, MLP 9728,
 //! vocabulary 151,936; Qwen3.5-4B text model: 32 layers of which every 4th is full attention
@@ -15,7 +16,7 @@ use lorekeeper_engine::format::weights::{HostTensor, WeightSource};
 use lorekeeper_engine::models::LoadOptions;
 use lorekeeper_engine::models::{Decoder, ModelConfig, WeightFormat};
 use lorekeeper_engine::rng::Pcg32;
-use lorekeeper_engine::{Backend, Q4Matrix};
+use lorekeeper_engine::{Backend, KvFormat, Q4Matrix};
 
 use crate::common::{on_backend, print_profile, BackendArg};
 
@@ -28,7 +29,7 @@ pub struct Args {
     /// Timed decode steps per context
     #[arg(long, default_value_t = 3)]
     gen_tokens: usize,
-    /// Only the model whose name contains this (qwen3-4b or qwen3.5)
+    /// Only the models whose name contains this (qwen3-4b, qwen3.5 or smollm2)
     #[arg(long)]
     only: Option<String>,
     /// Where the models run
@@ -61,6 +62,13 @@ pub const QWEN3_4B: &str = r#"{"model_type":"qwen3","vocab_size":151936,"hidden_
 "intermediate_size":9728,"num_hidden_layers":36,"num_attention_heads":32,"num_key_value_heads":8,
 "head_dim":128,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
 "max_position_embeddings":40960,"hidden_act":"silu"}"#;
+
+/// SmolLM2-135M-Instruct's `config.json` (the parts the model file reads): the demo bundle's
+/// model, small enough to time on a software rasteriser at long contexts.
+pub const SMOLLM2_135M: &str = r#"{"model_type":"llama","vocab_size":49152,"hidden_size":576,
+"intermediate_size":1536,"num_hidden_layers":30,"num_attention_heads":9,"num_key_value_heads":3,
+"head_dim":64,"rms_norm_eps":1e-5,"rope_theta":100000.0,"tie_word_embeddings":true,
+"max_position_embeddings":8192,"hidden_act":"silu"}"#;
 
 /// Qwen3.5-4B's text `config.json` (the parts the model file reads).
 pub const QWEN35_4B: &str = r#"{"model_type":"qwen3_5_text","vocab_size":248320,"hidden_size":2560,
@@ -190,6 +198,7 @@ fn bench_arch_on<B: Backend>(
     for (label, text) in [
         ("Qwen3-4B shape", QWEN3_4B),
         ("Qwen3.5-4B shape", QWEN35_4B),
+        ("SmolLM2-135M shape", SMOLLM2_135M),
     ] {
         if only.is_some_and(|o| !label.to_lowercase().contains(&o.to_lowercase())) {
             continue;
@@ -245,7 +254,12 @@ fn bench_arch_on<B: Backend>(
                     None => eprintln!("profile: {} keeps no profile", b.describe()),
                 }
             }
-            let (rec, kv) = cfg.state_bytes(c);
+            // state_bytes counts an f32 cache; the backend's own format may be f16.
+            let (rec, kv32) = cfg.state_bytes(c);
+            let kv = match b.kv_format() {
+                KvFormat::F32 => kv32,
+                KvFormat::F16 => kv32 / 2,
+            };
             let mib = |x: u64| x as f64 / (1u64 << 20) as f64;
             let row = Row {
                 model: label,
@@ -269,7 +283,10 @@ fn bench_arch_on<B: Backend>(
         return Ok(());
     }
     println!("backend: {}", b.describe());
-    println!("| model | context | decode tok/s | ms/token | of it recording (CPU) | recurrent state | KV cache (f32) | state total |");
+    println!(
+        "| model | context | decode tok/s | ms/token | of it recording (CPU) | recurrent state | KV cache ({:?}) | state total |",
+        b.kv_format()
+    );
     println!("|---|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(

@@ -6,7 +6,7 @@
 //! lorekeeper generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T]
 //!                     [--top-p P] [--seed S] [--backend auto|gpu|cpu] [--json]
 //! lorekeeper bench    --model GGUF [--prompt-tokens 512] [--gen-tokens 128] [--llama-cpp PYTHON]
-//! lorekeeper bench-arch [--contexts 1024,8192] [--gen-tokens 3] [--only qwen3.5] [--backend auto|cpu|gpu]
+//! lorekeeper bench-arch [--contexts 1024,8192] [--gen-tokens 3] [--only qwen3.5|qwen3-4b|smollm2] [--backend auto|cpu|gpu]
 //! lorekeeper perplexity --model PATH --text FILE [--tokens 4096] [--window 512]
 //! lorekeeper search   --bundle DIR --query TEXT [--k 10] [--json]
 //! lorekeeper eval-retrieval --bundle DIR --questions FILE.jsonl [--json]

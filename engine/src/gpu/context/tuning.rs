@@ -41,6 +41,9 @@ pub struct Tuning {
     /// The fused kernels (the residual add in the GEMV, SwiGLU in one GEMV, RMSNorm with
     /// RoPE); off: the plain ops they stand for (see `GpuContext::verify_fused`).
     pub fuse: bool,
+    /// Decoders' KV caches in f16 (half the bytes decode attention reads, half the memory),
+    /// not f32 ([`crate::Backend::kv_format`]).
+    pub kv_f16: bool,
 }
 
 /// The environment variable whose `field=value,…` list overrides the adapter's tuning (for
@@ -72,6 +75,7 @@ impl Tuning {
                 "elem_wg" => self.elem_wg = v,
                 "kv_dispatch" => self.kv_dispatch = v != 0,
                 "fuse" => self.fuse = v != 0,
+                "kv_f16" => self.kv_f16 = v != 0,
                 _ => return Err(bad("unknown field")),
             }
         }
@@ -110,6 +114,7 @@ impl Tuning {
             elem_wg: 64,
             kv_dispatch: !cpu,
             fuse: true,
+            kv_f16: true,
         }
     }
 }

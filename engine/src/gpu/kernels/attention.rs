@@ -1,19 +1,49 @@
 //! Grouped-query attention over the KV cache: causal (decode and prefill) or bidirectional
 //! (encoders).
 
-use crate::backend::AttnShape;
+use crate::backend::{AttnShape, KvFormat};
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, Shader};
 
 /// The kernel: one workgroup per (query head, query token) over the whole context.
-pub const KERNEL: Shader = crate::shader!("attention", common);
+pub const KERNEL: Shader = crate::shader!("attention" = "attention", common, kv_f32);
 /// Flash-decoding, pass 1: one workgroup per (KV head, key range, query token), head_dim a
 /// multiple of 4 (16-byte loads, state in registers).
-pub const DECODE: Shader = crate::shader!("attention_decode", attention_params);
+pub const DECODE: Shader = crate::shader!(
+    "attention_decode" = "attention_decode",
+    attention_params,
+    kv4_f32
+);
 /// Flash-decoding, pass 1 for any head_dim.
-pub const SPLIT: Shader = crate::shader!("attention_split", attention_params);
+pub const SPLIT: Shader = crate::shader!(
+    "attention_split" = "attention_split",
+    attention_params,
+    kv_f32
+);
 /// Flash-decoding, pass 2: the ranges' partial softmaxes merged per query head.
 pub const MERGE: Shader = crate::shader!("attention_merge", common);
+
+/// [`KERNEL`], [`DECODE`] and [`SPLIT`] over an f16 cache ([`KvFormat::F16`]: halves packed
+/// two to a word by `kv_pack.wgsl`).
+const KERNEL_F16: Shader = crate::shader!("attention/f16" = "attention", common, kv_f16);
+const DECODE_F16: Shader = crate::shader!(
+    "attention_decode/f16" = "attention_decode",
+    attention_params,
+    kv4_f16
+);
+const SPLIT_F16: Shader = crate::shader!(
+    "attention_split/f16" = "attention_split",
+    attention_params,
+    kv_f16
+);
+
+/// The three cache-reading kernels for a cache in `format`: `[one-pass, decode, split]`.
+fn kernels(format: KvFormat) -> [&'static Shader; 3] {
+    match format {
+        KvFormat::F32 => [&KERNEL, &DECODE, &SPLIT],
+        KvFormat::F16 => [&KERNEL_F16, &DECODE_F16, &SPLIT_F16],
+    }
+}
 
 /// Query tokens up to which the split (flash-decoding) kernels run: decode and short batches.
 const SPLIT_MAX_TOKENS: usize = 8;
@@ -95,13 +125,14 @@ fn decode_fits(s: &AttnShape, wg: usize) -> bool {
         && (8..=256).contains(&wg)
 }
 
-/// Records attention. Shapes are checked by the caller; decode goes through the split
-/// (flash-decoding) kernels, prefill through the one-pass kernel (`head_dim <= 4 * WG`).
+/// Records attention over caches in `format` (f32 for an encoder's keys and values). Shapes
+/// are checked by the caller; decode goes through the split (flash-decoding) kernels, prefill
+/// through the one-pass kernel (`head_dim <= 4 * WG`).
 pub(crate) fn dispatch(
     ctx: &GpuContext,
     q: &wgpu::Buffer,
-    k: &wgpu::Buffer,
-    v: &wgpu::Buffer,
+    [k, v]: [&wgpu::Buffer; 2],
+    format: KvFormat,
     out: &wgpu::Buffer,
     s: AttnShape,
 ) -> Result<()> {
@@ -112,16 +143,17 @@ pub(crate) fn dispatch(
             format!("head_dim {} exceeds 4 x workgroup size {wg}", s.head_dim),
         ));
     }
+    let [one_pass, decode, split] = kernels(format);
     let dwg = ctx.tuning.decode_wg;
     if decode_fits(&s, dwg as usize) {
-        return dispatch_split(ctx, q, k, v, out, s, (&DECODE, dwg));
+        return dispatch_split(ctx, q, k, v, out, s, (decode, dwg, true));
     }
     if split_fits(&s, wg as usize) {
-        return dispatch_split(ctx, q, k, v, out, s, (&SPLIT, wg));
+        return dispatch_split(ctx, q, k, v, out, s, (split, wg, false));
     }
     let p = Params::new(&s, 0, 0);
     ctx.dispatch(
-        &KERNEL,
+        one_pass,
         &[("WG", wg)],
         bytemuck::bytes_of(&p),
         &[q, k, v, out],
@@ -136,7 +168,7 @@ fn dispatch_split(
     v: &wgpu::Buffer,
     out: &wgpu::Buffer,
     s: AttnShape,
-    (kernel, wg): (&Shader, u32),
+    (kernel, wg, by4): (&Shader, u32, bool),
 ) -> Result<()> {
     let keys = s.pos0 + s.tokens;
     let target = ctx.tuning.attn_groups as usize;
@@ -151,11 +183,7 @@ fn dispatch_split(
     let consts = [("WG", wg), ("G", g), ("D4", d4)];
     ctx.dispatch(
         kernel,
-        if kernel.label == DECODE.label {
-            &consts
-        } else {
-            &consts[..2]
-        },
+        if by4 { &consts } else { &consts[..2] },
         bytemuck::bytes_of(&p),
         &[q, k, v, &ml, &acc],
         [s.kv_heads as u32, n_splits as u32, s.tokens as u32],

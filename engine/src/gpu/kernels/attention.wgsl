@@ -3,7 +3,8 @@
 // an online softmax (running max m and sum l, rescaling the accumulator), so the context
 // length is unbounded by workgroup memory.
 
-// Prelude: common.wgsl (WG: a power of two, <= 256; head_dim <= 4*WG; the reductions).
+// Preludes: common.wgsl (WG: a power of two, <= 256; head_dim <= 4*WG; the reductions) and
+// kv_f32.wgsl or kv_f16.wgsl (bindings 2 and 3, the caches, read through key() and val()).
 
 struct Params {
     tokens: u32,
@@ -22,8 +23,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;          // [tokens][heads][head_dim]
-@group(0) @binding(2) var<storage, read> kc: array<f32>;         // [ctx][kv_heads][head_dim]
-@group(0) @binding(3) var<storage, read> vc: array<f32>;         // [ctx][kv_heads][head_dim]
+// bindings 2, 3: the caches kc, vc, [ctx][kv_heads][head_dim] (the kv prelude)
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;  // [tokens][heads][head_dim]
 
 var<workgroup> qs: array<f32, 256>;  // the query row
@@ -59,7 +59,7 @@ fn main(
             let kb = j * kv_stride + kvh * d;
             var dotv = 0.0;
             for (var i = 0u; i < d; i++) {
-                dotv += qs[i] * kc[kb + i];
+                dotv += qs[i] * key(kb + i);
             }
             s = dotv * p.scale;
         }
@@ -82,7 +82,7 @@ fn main(
             if (dd < d) {
                 var sum = acc[a] * corr;
                 for (var jj = 0u; jj < n_chunk; jj++) {
-                    sum += ps[jj] * vc[(c0 + jj) * kv_stride + kvh * d + dd];
+                    sum += ps[jj] * val((c0 + jj) * kv_stride + kvh * d + dd);
                 }
                 acc[a] = sum;
             }

@@ -7,7 +7,7 @@
 //
 // Built for memory-level parallelism: the keys are visited in tiles of WG, where
 //   1. invocation i scores key i of the tile against the G query rows, reading its key row
-//      as D4 independent 16-byte loads (the loop has a constant trip count, so the compiler
+//      as D4 independent loads of 4 values (the loop has a constant trip count, so the compiler
 //      issues them together);
 //   2. the tile's max per head comes from a tree in workgroup memory; each invocation keeps
 //      the running max, its rescaling and its own accumulators in registers;
@@ -15,15 +15,16 @@
 //      r, r + R, ... (R = WG / D4 rows at once, consecutive lanes on consecutive 16 bytes of a
 //      row), four rows per step;
 // and the R partial outputs are summed once at the end.
-// Prelude: attention_params.wgsl (the uniform parameters, binding 0).
+// Preludes: attention_params.wgsl (the uniform parameters, binding 0) and kv4_f32.wgsl or
+// kv4_f16.wgsl (bindings 2 and 3, the caches, read 4 values at a time through key4() and
+// val4(): 16 bytes a load from an f32 cache, 8 from an f16 one).
 
 override WG: u32 = 128u;  // invocations = keys per tile; power of two, 8 <= WG <= 256, G * WG <= 1024
 override G: u32 = 4u;     // query heads per KV head (heads / kv_heads), <= 8
 override D4: u32 = 32u;   // head_dim / 4; G * D4 <= 256, D4 <= WG
 
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;          // [tokens][heads][D4]
-@group(0) @binding(2) var<storage, read> kc: array<vec4<f32>>;         // [ctx][kv_heads][D4]
-@group(0) @binding(3) var<storage, read> vc: array<vec4<f32>>;         // [ctx][kv_heads][D4]
+// bindings 2, 3: the caches kc, vc, [ctx][kv_heads][D4] (the kv4 prelude)
 @group(0) @binding(4) var<storage, read_write> ml: array<vec2<f32>>;    // [tokens][heads][n_splits] (m, l)
 @group(0) @binding(5) var<storage, read_write> acc_out: array<vec4<f32>>; // [tokens][heads][n_splits][D4]
 
@@ -78,7 +79,7 @@ fn main(
             s[g] = 0.0;
         }
         for (var i = 0u; i < D4; i++) {
-            let kv = kc[kb + i];
+            let kv = key4(kb + i);
             for (var g = 0u; g < G; g++) {
                 s[g] += dot(qs[g * D4 + i], kv);
             }
@@ -128,10 +129,10 @@ fn main(
                 let jc = min(jj + 2u * rr, last);
                 let jd = min(jj + 3u * rr, last);
                 let base = c0 * stride + kvh * D4 + l;
-                let va = vc[base + ja * stride];
-                let vb = vc[base + jb * stride];
-                let vcc = vc[base + jc * stride];
-                let vd = vc[base + jd * stride];
+                let va = val4(base + ja * stride);
+                let vb = val4(base + jb * stride);
+                let vcc = val4(base + jc * stride);
+                let vd = val4(base + jd * stride);
                 let fb = f32(jj + rr <= last);
                 let fc = f32(jj + 2u * rr <= last);
                 let fd = f32(jj + 3u * rr <= last);

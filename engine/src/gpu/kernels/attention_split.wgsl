@@ -10,15 +10,15 @@
 // in sub-tiles and scored there against the group's G query rows, the tile's max and sum per
 // head come from G threads, and the value rows are read coalesced (thread lid owns output dims
 // lid, lid + WG, ...).
-// Prelude: attention_params.wgsl (the uniform parameters, binding 0).
+// Preludes: attention_params.wgsl (the uniform parameters, binding 0) and kv_f32.wgsl or
+// kv_f16.wgsl (bindings 2 and 3, the caches, read through key() and val()).
 
 override WG: u32 = 64u;  // invocations per workgroup; G * WG <= 512, G * (head_dim + 1) <= 1032,
                          // head_dim <= 4 * WG
 override G: u32 = 1u;    // query heads per KV head (heads / kv_heads), <= 8
 
 @group(0) @binding(1) var<storage, read> q: array<f32>;             // [tokens][heads][head_dim]
-@group(0) @binding(2) var<storage, read> kc: array<f32>;            // [ctx][kv_heads][head_dim]
-@group(0) @binding(3) var<storage, read> vc: array<f32>;            // [ctx][kv_heads][head_dim]
+// bindings 2, 3: the caches kc, vc, [ctx][kv_heads][head_dim] (the kv prelude)
 @group(0) @binding(4) var<storage, read_write> ml: array<vec2<f32>>; // [tokens][heads][n_splits] (m, l)
 @group(0) @binding(5) var<storage, read_write> acc_out: array<f32>;  // [tokens][heads][n_splits][head_dim]
 
@@ -70,7 +70,7 @@ fn main(
             for (var idx = lid; idx < n_sub * d; idx += WG) {
                 let jj = idx / d;
                 let i = idx - jj * d;
-                kt[i * (tk + 1u) + jj] = kc[(c0 + s0 + jj) * kv_stride + kvh * d + i];
+                kt[i * (tk + 1u) + jj] = key((c0 + s0 + jj) * kv_stride + kvh * d + i);
             }
             workgroupBarrier();
             for (var it = lid; it < tk * G; it += WG) {
@@ -116,7 +116,7 @@ fn main(
             let vb = c0 * kv_stride + kvh * d + o - g * d;
             var sum = 0.0;
             for (var jj = 0u; jj < n_tile; jj++) {
-                sum += ps[g * WG + jj] * vc[vb + jj * kv_stride];
+                sum += ps[g * WG + jj] * val(vb + jj * kv_stride);
             }
             accs[o] = accs[o] * wcorr[g] + sum;
         }

@@ -23,6 +23,8 @@ pub const TAKE_HALF: Shader = crate::shader!("take_half", common);
 pub const COPY: Shader = crate::shader!("copy", common);
 /// `out[dst + i] = x[src + i]`: a copy inside the compute pass.
 pub const COPY_RANGE: Shader = crate::shader!("copy_range", common);
+/// `out[dst + i] = f16(x[src + i])` into an f16 KV cache, inside the compute pass.
+pub const KV_PACK: Shader = crate::shader!("kv_pack", common);
 
 /// `{n}`: the parameters of the kernels that only take a length.
 fn len(n: usize) -> Words {
@@ -81,12 +83,38 @@ pub(crate) fn copy_range(
     (src, dst): (usize, usize),
     n: usize,
 ) -> Result<()> {
+    ranges(ctx, &COPY_RANGE, pairs, (src, dst), n, n)
+}
+
+/// Records `out_j[dst + i] = f16(x_j[src + i])` for `i < n` into one or two f16 caches
+/// (halves two to a word; a word half covered keeps its other half), as one dispatch.
+pub(crate) fn kv_pack(
+    ctx: &GpuContext,
+    pairs: &[(&wgpu::Buffer, &wgpu::Buffer)],
+    (src, dst): (usize, usize),
+    n: usize,
+) -> Result<()> {
+    let words = (dst + n).div_ceil(2) - dst / 2;
+    ranges(ctx, &KV_PACK, pairs, (src, dst), n, words)
+}
+
+/// One dispatch of `kernel` over one or two `(x_j, out_j)` ranges of `n` values, `items`
+/// invocations each (the parameters `{n, src, dst, pair}` of `copy_range.wgsl` and
+/// `kv_pack.wgsl`).
+fn ranges(
+    ctx: &GpuContext,
+    kernel: &Shader,
+    pairs: &[(&wgpu::Buffer, &wgpu::Buffer)],
+    (src, dst): (usize, usize),
+    n: usize,
+    items: usize,
+) -> Result<()> {
     let (&(x, out), second) = match pairs {
         [one] => (one, None),
         [one, two] => (one, Some(two)),
         _ => {
             return Err(crate::error::shape_err(
-                "copy_range",
+                kernel.label,
                 format!("one or two ranges per dispatch, not {}", pairs.len()),
             ))
         }
@@ -94,7 +122,7 @@ pub(crate) fn copy_range(
     let (x2, out2) = second.map_or((ctx.dummy(), ctx.dummy_out(0)), |&(a, b)| (a, b));
     let count = if second.is_some() { 2 } else { 1 };
     let p = [n as u32, src as u32, dst as u32, count - 1];
-    dispatch_items(ctx, &COPY_RANGE, p, &[x, out, x2, out2], count as usize * n)
+    dispatch_items(ctx, kernel, p, &[x, out, x2, out2], count as usize * items)
 }
 
 /// Records a copy of `n` f32 (`n % 4 == 0`) from `x` to `out`.
