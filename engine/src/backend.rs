@@ -502,6 +502,22 @@ pub trait Backend {
         self.write_kv(k, src_offset, k_cache, dst_offset, len)?;
         self.write_kv(v, src_offset, v_cache, dst_offset, len)
     }
+    /// RoPE of a layer's queries and keys in place (`q[tokens][heads][head_dim]`,
+    /// `k[tokens][kv_heads][head_dim]`, each with its own shape: `heads` differs, the other
+    /// fields are equal), then the rotated keys and the values `v` (shaped as `k`) appended to
+    /// the caches at `dst_offset` ([`Backend::write_kv_pair`] of all of `k` and `v`): what a
+    /// layer without q / k norms does between its projections and its attention. By default
+    /// [`rope_append_unfused`]; a backend may do it in one pass.
+    fn rope_append(
+        &self,
+        qkv: [&Self::Buffer; 3],
+        table: &Self::Buffer,
+        shapes: [RopeShape; 2],
+        caches: [&Self::Kv; 2],
+        dst_offset: usize,
+    ) -> Result<()> {
+        rope_append_unfused(self, qkv, table, shapes, caches, dst_offset)
+    }
     /// [`Backend::attention`] over KV caches.
     fn attention_kv(
         &self,
@@ -638,6 +654,22 @@ pub trait Backend {
 
 /// Largest `k` that [`Backend::select`] accepts.
 pub const MAX_TOP_K: usize = 64;
+
+/// [`Backend::rope_append`] as its three plain ops: [`Backend::rope`] of `q`, of `k`, then
+/// [`Backend::write_kv_pair`] of `k` and `v` (the whole of `k`'s shape) at `dst_offset`.
+pub fn rope_append_unfused<B: Backend + ?Sized>(
+    b: &B,
+    [q, k, v]: [&B::Buffer; 3],
+    table: &B::Buffer,
+    [q_shape, k_shape]: [RopeShape; 2],
+    caches: [&B::Kv; 2],
+    dst_offset: usize,
+) -> Result<()> {
+    b.rope(q, table, q_shape)?;
+    b.rope(k, table, k_shape)?;
+    let len = k_shape.tokens * k_shape.heads * k_shape.head_dim;
+    b.write_kv_pair([k, v], 0, caches, dst_offset, len)
+}
 
 /// Precomputes the RoPE table `[positions][rot_dim/2][cos, sin]` exactly as Hugging Face
 /// computes it: `inv_freq = 1 / theta^(2i/rot_dim)` and `angle = pos * inv_freq` in f32,

@@ -746,6 +746,140 @@ async fn attention_kv_in<B: Backend>(b: &B, seed: u64, format: KvFormat, by4: bo
     )
 }
 
+/// RoPE of a layer's queries and keys with the keys and values appended to its caches
+/// ([`Backend::rope_append`]), into an f32 and an f16 cache: q and k rotated in place as the
+/// oracle rotates them, and attention over the caches (earlier positions written first, NaN
+/// past the new ones) equal to the oracle's over the keys and values as the cache stores them.
+/// Decode (even seeds) and 2–5 tokens (odd seeds); head_dim a multiple of 4 (every published
+/// model's: the GPU's one-pass form), and on seed 3 one that is not (the plain ops).
+pub async fn rope_append<B: Backend>(b: &B, seed: u64) -> Check {
+    rope_append_in(b, seed, KvFormat::F32).await?;
+    rope_append_in(b, seed, KvFormat::F16).await
+}
+
+async fn rope_append_in<B: Backend>(b: &B, seed: u64, format: KvFormat) -> Check {
+    let op = "rope_append";
+    let mut rng = Pcg32::new(seed + 700);
+    let tokens = if seed.is_multiple_of(2) {
+        1
+    } else {
+        rng.range(2, 6)
+    };
+    let kv_heads = rng.range(1, 4);
+    let heads = kv_heads * rng.range(1, 4);
+    let head_dim = if seed % 4 == 3 {
+        4 * rng.range(1, 20) + 2
+    } else {
+        4 * rng.range(1, 33)
+    };
+    let pos0 = rng.range(0, 60);
+    let ctx = pos0 + tokens + rng.range(1, 6);
+    let row = kv_heads * head_dim;
+    let (old, new) = (pos0 * row, tokens * row);
+    let table = rope_table(10_000.0, head_dim, ctx);
+    let (k_old, v_old) = (rng.normal_vec(old, 1.0), rng.normal_vec(old, 1.0));
+    let q = rng.normal_vec(tokens * heads * head_dim, 1.0);
+    let (k, v) = (rng.normal_vec(new, 1.0), rng.normal_vec(new, 1.0));
+    let upload = |label, x: &[f32]| b.upload(label, x).map_err(e(op));
+    let (qd, kd, vd, td) = (
+        upload("q", &q)?,
+        upload("k", &k)?,
+        upload("v", &v)?,
+        upload("table", &table)?,
+    );
+    let nan = upload("nan", &vec![f32::NAN; ctx * row - old - new])?;
+    let mut caches = Vec::new();
+    for first in [&k_old, &v_old] {
+        let c = b.alloc_kv("cache", ctx * row, format).map_err(e(op))?;
+        if old > 0 {
+            b.write_kv(&upload("old", first)?, 0, &c, 0, old)
+                .map_err(e(op))?;
+        }
+        b.write_kv(&nan, 0, &c, old + new, ctx * row - old - new)
+            .map_err(e(op))?;
+        caches.push(c);
+    }
+    let shape = |heads| RopeShape {
+        tokens,
+        heads,
+        head_dim,
+        rot_dim: head_dim,
+        pos0,
+    };
+    let pair = [&caches[0], &caches[1]];
+    b.rope_append(
+        [&qd, &kd, &vd],
+        &td,
+        [shape(heads), shape(kv_heads)],
+        pair,
+        old,
+    )
+    .map_err(e(op))?;
+    let dims = format!(
+        "{format:?} tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx}"
+    );
+    let got_q = b.read(&qd, 0, q.len()).await.map_err(e(op))?;
+    let got_k = b.read(&kd, 0, k.len()).await.map_err(e(op))?;
+    let rotated =
+        |x: &[f32], heads| oracle::rope(x, &table, tokens, heads, head_dim, head_dim, pos0);
+    compare(
+        op,
+        format!("q {dims}"),
+        bounds::ROPE,
+        &rotated(&q, heads),
+        &got_q,
+    )?;
+    compare(
+        op,
+        format!("k {dims}"),
+        bounds::ROPE,
+        &rotated(&k, kv_heads),
+        &got_k,
+    )?;
+    let s = AttnShape {
+        tokens,
+        heads,
+        kv_heads,
+        head_dim,
+        pos0,
+        ctx,
+        scale: 1.0 / (head_dim as f32).sqrt(),
+        causal: true,
+    };
+    let od = b.alloc("o", q.len()).map_err(e(op))?;
+    b.attention_kv(&qd, &caches[0], &caches[1], &od, s)
+        .map_err(e(op))?;
+    let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
+    // The oracle reads what the cache holds: the keys as rotated here (checked above), both
+    // rounded to the cache's format.
+    let stored = |a: &[f32], b: &[f32]| -> Vec<f32> {
+        let all = a.iter().chain(b);
+        match format {
+            KvFormat::F32 => all.copied().collect(),
+            KvFormat::F16 => all.map(|&x| half::f16::from_f32(x).to_f32()).collect(),
+        }
+    };
+    let want = oracle::attention(
+        &got_q,
+        &stored(&k_old, &got_k),
+        &stored(&v_old, &v),
+        tokens,
+        heads,
+        kv_heads,
+        head_dim,
+        pos0,
+        s.scale,
+        true,
+    );
+    compare(
+        op,
+        format!("attention after it, {dims}"),
+        bounds::ATTENTION,
+        &want,
+        &got,
+    )
+}
+
 /// Grouped-query attention, causal (odd seeds and decode) and bidirectional (the encoder's,
 /// even seeds with several tokens); cache slots past the filled positions hold NaN, so any
 /// read beyond the visible keys fails the check.

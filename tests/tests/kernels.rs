@@ -58,6 +58,7 @@ on_both!(
     rms_norm_rope,
     attention,
     attention_kv,
+    rope_append,
     silu_mul,
     add,
     softmax,

@@ -69,6 +69,7 @@ on_both!(
     rms_norm_rope,
     attention,
     attention_kv,
+    rope_append,
     silu_mul,
     add,
     softmax,
@@ -104,6 +105,7 @@ async fn gpu_tuning_kernels() {
         report(&who, seed, suite::q4_fused(&g, seed).await);
         report(&who, seed, suite::attention_kv(&g, seed).await);
         report(&who, seed, suite::rms_norm_rope(&g, seed).await);
+        report(&who, seed, suite::rope_append(&g, seed).await);
     }
     match g.verify_fused().await {
         Ok(None) => console_log!("[{who}] fused check passed"),

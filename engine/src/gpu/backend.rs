@@ -6,8 +6,8 @@ use super::kernels;
 use super::kernels::elementwise;
 use super::kernels::rows::Rows;
 use crate::backend::{
-    check, need_len, AttnShape, Backend, DeltaShape, KvFormat, LogitFilter, MatmulInput,
-    MatmulKernel, RopeShape, Selection,
+    check, need_len, rope_append_unfused, AttnShape, Backend, DeltaShape, KvFormat, LogitFilter,
+    MatmulInput, MatmulKernel, RopeShape, Selection,
 };
 use crate::error::{shape_err, Result};
 use crate::quant::Q4Matrix;
@@ -475,6 +475,40 @@ impl Backend for GpuContext {
             KvFormat::F32 => kernels::elementwise::copy_range(self, &pairs, offsets, len),
             KvFormat::F16 => kernels::elementwise::kv_pack(self, &pairs, offsets, len),
         }
+    }
+
+    /// One dispatch (`rope_append.wgsl`) where the shapes allow it ([`kernels::rope::append_fits`]:
+    /// every published model's) and the fusions are on; else the three plain ops.
+    fn rope_append(
+        &self,
+        [q, k, v]: [&GpuBuffer; 3],
+        table: &GpuBuffer,
+        [qs, ks]: [RopeShape; 2],
+        [kc, vc]: [&GpuKv; 2],
+        dst: usize,
+    ) -> Result<()> {
+        let fits =
+            self.tuning.fuse && kernels::rope::append_fits(&qs, &ks, dst) && kc.format == vc.format;
+        if !fits {
+            return rope_append_unfused(self, [q, k, v], table, [qs, ks], [kc, vc], dst);
+        }
+        check::rope(q, table, qs)?;
+        check::rope(k, table, ks)?;
+        let len = ks.tokens * ks.heads * ks.head_dim;
+        check::copy(k, 0, kc, dst, len)?;
+        check::copy(v, 0, vc, dst, len)?;
+        let bufs = [&q.buf, &k.buf, &v.buf, &table.buf, &kc.buf, &vc.buf];
+        for (i, a) in bufs.iter().enumerate() {
+            if bufs[i + 1..].iter().any(|b| same(a, b)) {
+                return Err(shape_err(
+                    "rope_append",
+                    "q, k, v, the table and the two caches must be six buffers",
+                ));
+            }
+        }
+        let caches = [&kc.buf, &vc.buf];
+        let qkv = [&q.buf, &k.buf, &v.buf];
+        kernels::rope::dispatch_append(self, qkv, &table.buf, caches, kc.format, (qs, ks), dst)
     }
 
     fn attention_kv(

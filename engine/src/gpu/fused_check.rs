@@ -1,12 +1,12 @@
 //! A check, on the adapter in hand, that the fused kernels (the residual add in the GEMV,
 //! SwiGLU in one GEMV, the input's RMSNorm in the GEMV's prologue, several matrices in one
-//! GEMV, RMSNorm with RoPE) give what the plain ops they stand for give. The
-//! kernel tests hold them to the oracle on lavapipe in CI, but a driver that compiles one of
-//! them wrongly should cost speed, not answers: where they differ, the context turns the
-//! fusions off and says why.
+//! GEMV, RMSNorm with RoPE, RoPE with the KV cache append) give what the plain ops they stand
+//! for give. The kernel tests hold them to the oracle on lavapipe in CI, but a driver that
+//! compiles one of them wrongly should cost speed, not answers: where they differ, the context
+//! turns the fusions off and says why.
 
 use crate::backend::MatmulInput::{Plain, RmsNormed};
-use crate::backend::{rope_table, Backend, MatmulKernel, RopeShape};
+use crate::backend::{rope_table, AttnShape, Backend, KvFormat, MatmulKernel, RopeShape};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::quant::Q4Matrix;
@@ -104,6 +104,39 @@ async fn outputs(b: &GpuContext) -> Result<Vec<(&'static str, Vec<f32>)>> {
     let k_shape = RopeShape { heads: 1, ..shape };
     let qk = [(&heads, &w, &q_out), (&keys, &w, &k_out)];
     b.rms_norm_rope_pair(qk, (1e-6, 0.0), &table, [shape, k_shape])?;
+    // Three query heads and one key head of 40 dims rotated at position 5, with the key and a
+    // value appended to f16 caches after the positions before it, then attention over them.
+    let full = RopeShape {
+        rot_dim: 40,
+        ..shape
+    };
+    let table_full = b.upload("check rope full", &rope_table(1e6, 40, 6))?;
+    let qa = b.upload("check append q", &rng.normal_vec(120, 1.0))?;
+    let ka = b.upload("check append k", &rng.normal_vec(40, 1.0))?;
+    let va = b.upload("check append v", &rng.normal_vec(40, 1.0))?;
+    let earlier = b.upload("check earlier keys", &rng.normal_vec(200, 1.0))?;
+    let caches = [
+        b.alloc_kv("check k cache", 240, KvFormat::F16)?,
+        b.alloc_kv("check v cache", 240, KvFormat::F16)?,
+    ];
+    for c in &caches {
+        b.write_kv(&earlier, 0, c, 0, 200)?;
+    }
+    let pair = [&caches[0], &caches[1]];
+    let rs = [full, RopeShape { heads: 1, ..full }];
+    b.rope_append([&qa, &ka, &va], &table_full, rs, pair, 200)?;
+    let attended = b.alloc("check attention", 120)?;
+    let attn = AttnShape {
+        tokens: 1,
+        heads: 3,
+        kv_heads: 1,
+        head_dim: 40,
+        pos0: 5,
+        ctx: 6,
+        scale: 0.25,
+        causal: true,
+    };
+    b.attention_kv(&qa, &caches[0], &caches[1], &attended, attn)?;
     Ok(vec![
         ("residual-add GEMV", b.read(&acc, 0, ROWS).await?),
         ("SwiGLU GEMV", b.read(&glu, 0, ROWS).await?),
@@ -119,6 +152,18 @@ async fn outputs(b: &GpuContext) -> Result<Vec<(&'static str, Vec<f32>)>> {
         (
             "RMSNorm with RoPE of the keys beside queries",
             b.read(&k_out, 0, 40).await?,
+        ),
+        (
+            "RoPE of queries with the cache append",
+            b.read(&qa, 0, 120).await?,
+        ),
+        (
+            "RoPE of keys with the cache append",
+            b.read(&ka, 0, 40).await?,
+        ),
+        (
+            "attention over the cache appended with RoPE",
+            b.read(&attended, 0, 120).await?,
         ),
     ])
 }

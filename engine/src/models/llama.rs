@@ -486,8 +486,10 @@ impl<B: Backend> Architecture<B> for Llama<B> {
             let a = &l.attn;
             let qkv = [(&a.q_proj, &s.q), (&a.k_proj, &s.k), (&a.v_proj, &s.v)];
             Linear::forward_many(b, norm(&l.input_layernorm), &qkv, t)?;
-            // 3–4. Qwen3: per-head RMSNorm of q and k (rows t*heads, dim hd), then RoPE at
-            //      pos0 (one pass each where the backend fuses them)
+            // 3–6. Qwen3: per-head RMSNorm of q and k (rows t*heads, dim hd), then RoPE at
+            //      pos0 (one pass where the backend fuses them); Llama: RoPE alone, with the
+            //      cache append in the same pass. Append k, v to the cache, then causal
+            //      grouped-query attention                              [t, nh*hd]
             let rs = |heads| RopeShape {
                 tokens: t,
                 heads,
@@ -495,20 +497,19 @@ impl<B: Backend> Architecture<B> for Llama<B> {
                 rot_dim: hd,
                 pos0,
             };
-            let (q, k) = match (&l.attn.q_norm, &l.attn.k_norm) {
+            match (&l.attn.q_norm, &l.attn.k_norm) {
                 (Some(qn), Some(kn)) => {
                     let qk = [(&s.q, qn, &s.qn), (&s.k, kn, &s.kn)];
                     b.rms_norm_rope_pair(qk, (eps, 0.0), &self.rope, [rs(nh), rs(kv)])?;
-                    (&s.qn, &s.kn)
+                    l.cache
+                        .attend(b, [&s.qn, &s.kn, &s.v], &s.att, t, nh, pos0)?;
                 }
                 _ => {
-                    b.rope(&s.q, &self.rope, rs(nh))?;
-                    b.rope(&s.k, &self.rope, rs(kv))?;
-                    (&s.q, &s.k)
+                    let qkv = [&s.q, &s.k, &s.v];
+                    l.cache
+                        .rope_attend(b, qkv, &self.rope, &s.att, t, nh, pos0)?;
                 }
-            };
-            // 5–6. append k, v to the cache, causal grouped-query attention  [t, nh*hd]
-            l.cache.attend(b, [q, k, &s.v], &s.att, t, nh, pos0)?;
+            }
             // 7. x += att Wo^T                                     [t, h]
             l.attn.o_proj.forward_add(b, &s.att, (&s.x, &s.o), t, h)?;
             // 8. x += down(silu(gate(h2)) * up(h2))

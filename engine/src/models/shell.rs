@@ -3,7 +3,7 @@
 //! implements [`Architecture`] — its own layers and the forward of one chunk — and nothing
 //! else.
 
-use crate::backend::{AttnShape, Backend, KvFormat};
+use crate::backend::{AttnShape, Backend, KvFormat, RopeShape};
 use crate::error::{EngineError, Result};
 
 use super::layers::{OutputHead, WeightFormat};
@@ -130,6 +130,55 @@ impl<B: Backend> KvCache<B> {
         let [q, k, v] = qkv;
         let (kv, hd) = (self.kv_heads, self.head_dim);
         b.write_kv_pair([k, v], 0, [&self.k, &self.v], pos0 * kv * hd, t * kv * hd)?;
+        self.attention(b, q, out, t, heads, pos0)
+    }
+
+    /// RoPE of `q[t][heads][head_dim]` and `k[t][kv_heads][head_dim]` in place (full rotary,
+    /// `table` as [`crate::backend::rope_table`] builds it) with `k` and `v` appended at `pos0`
+    /// (one pass where the backend fuses them: [`Backend::rope_append`]), then the attention of
+    /// [`KvCache::attend`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn rope_attend(
+        &self,
+        b: &B,
+        qkv: [&B::Buffer; 3],
+        table: &B::Buffer,
+        out: &B::Buffer,
+        t: usize,
+        heads: usize,
+        pos0: usize,
+    ) -> Result<()> {
+        let (kv, hd) = (self.kv_heads, self.head_dim);
+        let shape = |heads| RopeShape {
+            tokens: t,
+            heads,
+            head_dim: hd,
+            rot_dim: hd,
+            pos0,
+        };
+        let caches = [&self.k, &self.v];
+        b.rope_append(
+            qkv,
+            table,
+            [shape(heads), shape(kv)],
+            caches,
+            pos0 * kv * hd,
+        )?;
+        self.attention(b, qkv[0], out, t, heads, pos0)
+    }
+
+    /// Causal grouped-query attention of `q[t][heads][head_dim]` over positions
+    /// `0..=pos0 + i` of the cache into `out[t][heads][head_dim]`.
+    fn attention(
+        &self,
+        b: &B,
+        q: &B::Buffer,
+        out: &B::Buffer,
+        t: usize,
+        heads: usize,
+        pos0: usize,
+    ) -> Result<()> {
+        let (kv, hd) = (self.kv_heads, self.head_dim);
         let shape = AttnShape {
             causal: true,
             tokens: t,

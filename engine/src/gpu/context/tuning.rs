@@ -39,7 +39,8 @@ pub struct Tuning {
     /// that ends the pass (CPU rasterisers, where a pass boundary costs nothing).
     pub kv_dispatch: bool,
     /// The fused kernels (the residual add in the GEMV, SwiGLU in one GEMV, RMSNorm with
-    /// RoPE); off: the plain ops they stand for (see `GpuContext::verify_fused`).
+    /// RoPE, RoPE with the KV cache append); off: the plain ops they stand for (see
+    /// `GpuContext::verify_fused`).
     pub fuse: bool,
     /// Decoders' KV caches in f16 (half the bytes decode attention reads, half the memory),
     /// not f32 ([`crate::Backend::kv_format`]).
