@@ -717,16 +717,10 @@ async fn attention_kv_in<B: Backend>(b: &B, seed: u64, format: KvFormat, by4: bo
     b.attention_kv(&qd, &caches[0], &caches[1], &od, s)
         .map_err(e(op))?;
     let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
-    let stored = |x: &[f32]| -> Vec<f32> {
-        match format {
-            KvFormat::F32 => x.to_vec(),
-            KvFormat::F16 => x.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect(),
-        }
-    };
     let want = oracle::attention(
         &q,
-        &stored(&k),
-        &stored(&v),
+        &as_stored(format, &k),
+        &as_stored(format, &v),
         tokens,
         heads,
         kv_heads,
@@ -744,6 +738,14 @@ async fn attention_kv_in<B: Backend>(b: &B, seed: u64, format: KvFormat, by4: bo
         &want,
         &got,
     )
+}
+
+/// `x` as a KV cache in `format` holds it (f16: rounded to the nearest half, ties to even).
+fn as_stored(format: KvFormat, x: &[f32]) -> Vec<f32> {
+    match format {
+        KvFormat::F32 => x.to_vec(),
+        KvFormat::F16 => x.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect(),
+    }
 }
 
 /// RoPE of a layer's queries and keys with the keys and values appended to its caches
@@ -852,17 +854,10 @@ async fn rope_append_in<B: Backend>(b: &B, seed: u64, format: KvFormat) -> Check
     let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
     // The oracle reads what the cache holds: the keys as rotated here (checked above), both
     // rounded to the cache's format.
-    let stored = |a: &[f32], b: &[f32]| -> Vec<f32> {
-        let all = a.iter().chain(b);
-        match format {
-            KvFormat::F32 => all.copied().collect(),
-            KvFormat::F16 => all.map(|&x| half::f16::from_f32(x).to_f32()).collect(),
-        }
-    };
     let want = oracle::attention(
         &got_q,
-        &stored(&k_old, &got_k),
-        &stored(&v_old, &v),
+        &as_stored(format, &[k_old, got_k].concat()),
+        &as_stored(format, &[v_old, v].concat()),
         tokens,
         heads,
         kv_heads,
