@@ -656,7 +656,8 @@ pub trait Backend {
 pub const MAX_TOP_K: usize = 64;
 
 /// [`Backend::rope_append`] as its three plain ops: [`Backend::rope`] of `q`, of `k`, then
-/// [`Backend::write_kv_pair`] of `k` and `v` (the whole of `k`'s shape) at `dst_offset`.
+/// [`Backend::write_kv_pair`] of `k` and `v` (the whole of `k`'s shape) at `dst_offset`. Every
+/// shape is checked before the first op, so a bad call changes nothing.
 pub fn rope_append_unfused<B: Backend + ?Sized>(
     b: &B,
     [q, k, v]: [&B::Buffer; 3],
@@ -665,9 +666,9 @@ pub fn rope_append_unfused<B: Backend + ?Sized>(
     caches: [&B::Kv; 2],
     dst_offset: usize,
 ) -> Result<()> {
+    let len = check::rope_append([q, k, v], table, [q_shape, k_shape], caches, dst_offset)?;
     b.rope(q, table, q_shape)?;
     b.rope(k, table, k_shape)?;
-    let len = k_shape.tokens * k_shape.heads * k_shape.head_dim;
     b.write_kv_pair([k, v], 0, caches, dst_offset, len)
 }
 

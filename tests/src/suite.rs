@@ -1545,8 +1545,51 @@ pub async fn rejects_bad_shapes<B: Backend>(b: &B) -> Check {
     );
     let sel = b.select(&out, 8, 0, None).await.map(|_| ());
     expect("k=0", sel, "k = 0");
+    // RoPE with the KV append past the end of a one-position cache (head_dim 4: the GPU's
+    // one-dispatch form; position 1, where the rotation moves every value), and with a table
+    // too short for the position.
+    let rope = |pos0| RopeShape {
+        tokens: 1,
+        heads: 1,
+        head_dim: 4,
+        rot_dim: 4,
+        pos0,
+    };
+    let (q, k, v) = (
+        b.upload("q", &[1.0, 2.0, 3.0, 4.0]).map_err(e(op))?,
+        b.upload("k", &[4.0, 3.0, 2.0, 1.0]).map_err(e(op))?,
+        b.alloc("v", 4).map_err(e(op))?,
+    );
+    let table = b.upload("table", &rope_table(1e4, 4, 2)).map_err(e(op))?;
+    let kc = b.alloc_kv("k cache", 4, b.kv_format()).map_err(e(op))?;
+    let vc = b.alloc_kv("v cache", 4, b.kv_format()).map_err(e(op))?;
+    let ([q, k, v], [kc, vc]) = ([&q, &k, &v], [&kc, &vc]);
+    let shapes = [rope(1), rope(1)];
+    let past_end = b.rope_append([q, k, v], &table, shapes, [kc, vc], 4);
+    expect(
+        "append past the cache",
+        past_end,
+        "destination holds 4 elements, needs 8",
+    );
+    let late = [rope(2), rope(2)];
+    let short_table = b.rope_append([q, k, v], &table, late, [kc, vc], 0);
+    expect(
+        "rope table too short",
+        short_table,
+        "table for positions up to 3",
+    );
+    // A refused call changes nothing: the rotation is not half done.
+    for (name, x, was) in [
+        ("q", q, [1.0, 2.0, 3.0, 4.0]),
+        ("k", k, [4.0, 3.0, 2.0, 1.0]),
+    ] {
+        let now = b.read(x, 0, 4).await.map_err(e(op))?;
+        if now != was {
+            failures.push(format!("refused rope_append changed {name}: {now:?}"));
+        }
+    }
     if failures.is_empty() {
-        Ok("errors: 5 bad calls rejected with named errors".into())
+        Ok("errors: 7 bad calls rejected with named errors".into())
     } else {
         Err(failures.join("; "))
     }

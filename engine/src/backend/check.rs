@@ -336,6 +336,23 @@ pub fn copy<B: BufferLen, D: BufferLen>(
     need_len("copy", "destination", dst, dst_offset + len)
 }
 
+/// [`crate::Backend::rope_append`]: both rotations and both appends (`k` and `v` whole, at
+/// `dst` in the caches); returns the values appended.
+pub fn rope_append<B: BufferLen, K: BufferLen>(
+    [q, k, v]: [&B; 3],
+    table: &B,
+    [q_shape, k_shape]: [RopeShape; 2],
+    [kc, vc]: [&K; 2],
+    dst: usize,
+) -> Result<usize> {
+    rope(q, table, q_shape)?;
+    rope(k, table, k_shape)?;
+    let len = k_shape.tokens * k_shape.heads * k_shape.head_dim;
+    copy(k, 0, kc, dst, len)?;
+    copy(v, 0, vc, dst, len)?;
+    Ok(len)
+}
+
 pub fn select<B: BufferLen>(logits: &B, n: usize, k: usize) -> Result<()> {
     if k == 0 || k > MAX_TOP_K || k > n {
         return Err(shape_err(

@@ -492,11 +492,7 @@ impl Backend for GpuContext {
         if !fits {
             return rope_append_unfused(self, [q, k, v], table, [qs, ks], [kc, vc], dst);
         }
-        check::rope(q, table, qs)?;
-        check::rope(k, table, ks)?;
-        let len = ks.tokens * ks.heads * ks.head_dim;
-        check::copy(k, 0, kc, dst, len)?;
-        check::copy(v, 0, vc, dst, len)?;
+        check::rope_append([q, k, v], table, [qs, ks], [kc, vc], dst)?;
         let bufs = [&q.buf, &k.buf, &v.buf, &table.buf, &kc.buf, &vc.buf];
         for (i, a) in bufs.iter().enumerate() {
             if bufs[i + 1..].iter().any(|b| same(a, b)) {
