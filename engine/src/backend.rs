@@ -518,6 +518,28 @@ pub trait Backend {
     ) -> Result<()> {
         rope_append_unfused(self, qkv, table, shapes, caches, dst_offset)
     }
+    /// Qwen3's steps between its projections and its attention: RMSNorm of each head of `q`
+    /// and of `k` (`weights`: q_norm, k_norm; `norm` = (eps, weight offset)) followed by RoPE
+    /// ([`Backend::rms_norm_rope_pair`]), the rotated queries written back into `q`, and the
+    /// rotated keys and the values `v` appended to the caches at `dst_offset`. `scratch`
+    /// (as long as `q` and `k`) serves the plain ops; what it holds afterwards is unspecified.
+    /// By default [`rms_norm_rope_append_unfused`]; a backend may do it in one pass.
+    #[allow(clippy::too_many_arguments)]
+    fn rms_norm_rope_append(
+        &self,
+        qkv: [&Self::Buffer; 3],
+        weights: [&Self::Buffer; 2],
+        norm: (f32, f32),
+        table: &Self::Buffer,
+        shapes: [RopeShape; 2],
+        scratch: [&Self::Buffer; 2],
+        caches: [&Self::Kv; 2],
+        dst_offset: usize,
+    ) -> Result<()> {
+        rms_norm_rope_append_unfused(
+            self, qkv, weights, norm, table, shapes, scratch, caches, dst_offset,
+        )
+    }
     /// [`Backend::attention`] over KV caches.
     fn attention_kv(
         &self,
@@ -670,6 +692,32 @@ pub fn rope_append_unfused<B: Backend + ?Sized>(
     b.rope(q, table, q_shape)?;
     b.rope(k, table, k_shape)?;
     b.write_kv_pair([k, v], 0, caches, dst_offset, len)
+}
+
+/// [`Backend::rms_norm_rope_append`] as its plain ops: [`Backend::rms_norm_rope_pair`] into
+/// `scratch`, the queries copied back into `q`, then [`Backend::write_kv_pair`] of the keys
+/// and `v`. Every shape is checked before the first op, so a bad call changes nothing.
+#[allow(clippy::too_many_arguments)]
+pub fn rms_norm_rope_append_unfused<B: Backend + ?Sized>(
+    b: &B,
+    [q, k, v]: [&B::Buffer; 3],
+    [q_weight, k_weight]: [&B::Buffer; 2],
+    norm: (f32, f32),
+    table: &B::Buffer,
+    [q_shape, k_shape]: [RopeShape; 2],
+    [q_out, k_out]: [&B::Buffer; 2],
+    caches: [&B::Kv; 2],
+    dst_offset: usize,
+) -> Result<()> {
+    let len = check::rope_append([q, k, v], table, [q_shape, k_shape], caches, dst_offset)?;
+    for (x, w, out, s) in [(q, q_weight, q_out, q_shape), (k, k_weight, k_out, k_shape)] {
+        check::rms_norm(x, w, out, s.tokens * s.heads, s.head_dim)?;
+    }
+    let pair = [(q, q_weight, q_out), (k, k_weight, k_out)];
+    b.rms_norm_rope_pair(pair, norm, table, [q_shape, k_shape])?;
+    let q_len = q_shape.tokens * q_shape.heads * q_shape.head_dim;
+    b.copy(q_out, 0, q, 0, q_len)?;
+    b.write_kv_pair([k_out, v], 0, caches, dst_offset, len)
 }
 
 /// Precomputes the RoPE table `[positions][rot_dim/2][cos, sin]` exactly as Hugging Face

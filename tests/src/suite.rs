@@ -875,6 +875,136 @@ async fn rope_append_in<B: Backend>(b: &B, seed: u64, format: KvFormat) -> Check
     )
 }
 
+/// Qwen3's norms, rotation and KV append ([`Backend::rms_norm_rope_append`]), into an f32 and
+/// an f16 cache: the queries normalised and rotated back in place as the oracle does it, then
+/// attention over the caches (earlier positions written first, NaN past the new ones) equal to
+/// the oracle's over its own normalised, rotated keys and the values as the cache stores them.
+/// Decode (even seeds) and 2–5 tokens (odd seeds); head_dim even, not a multiple of 4 on odd
+/// seeds, and on seed 4 the largest the GPU's one dispatch holds (256: a key row in workgroup
+/// memory).
+pub async fn rms_norm_rope_append<B: Backend>(b: &B, seed: u64) -> Check {
+    rms_norm_rope_append_in(b, seed, KvFormat::F32).await?;
+    rms_norm_rope_append_in(b, seed, KvFormat::F16).await
+}
+
+async fn rms_norm_rope_append_in<B: Backend>(b: &B, seed: u64, format: KvFormat) -> Check {
+    let op = "rms_norm_rope_append";
+    let mut rng = Pcg32::new(seed + 800);
+    let tokens = if seed.is_multiple_of(2) {
+        1
+    } else {
+        rng.range(2, 6)
+    };
+    let kv_heads = rng.range(1, 4);
+    let heads = kv_heads * rng.range(1, 4);
+    let head_dim = match seed % 4 {
+        0 => 256,
+        1 | 3 => 4 * rng.range(1, 32) + 2,
+        _ => 4 * rng.range(1, 33),
+    };
+    let (pos0, eps) = (rng.range(0, 40), 1e-6);
+    let ctx = pos0 + tokens + rng.range(1, 6);
+    let row = kv_heads * head_dim;
+    let (old, new) = (pos0 * row, tokens * row);
+    let table = rope_table(1_000_000.0, head_dim, ctx);
+    let (k_old, v_old) = (rng.normal_vec(old, 1.0), rng.normal_vec(old, 1.0));
+    let q = rng.normal_vec(tokens * heads * head_dim, 2.0);
+    let (k, v) = (rng.normal_vec(new, 2.0), rng.normal_vec(new, 1.0));
+    let (wq, wk) = (rng.normal_vec(head_dim, 1.0), rng.normal_vec(head_dim, 1.0));
+    let upload = |label, x: &[f32]| b.upload(label, x).map_err(e(op));
+    let (qd, kd, vd, td) = (
+        upload("q", &q)?,
+        upload("k", &k)?,
+        upload("v", &v)?,
+        upload("table", &table)?,
+    );
+    let (wqd, wkd) = (upload("q_norm", &wq)?, upload("k_norm", &wk)?);
+    let scratch = (
+        b.alloc("q scratch", q.len()).map_err(e(op))?,
+        b.alloc("k scratch", k.len()).map_err(e(op))?,
+    );
+    let nan = upload("nan", &vec![f32::NAN; ctx * row - old - new])?;
+    let mut caches = Vec::new();
+    for first in [&k_old, &v_old] {
+        let c = b.alloc_kv("cache", ctx * row, format).map_err(e(op))?;
+        if old > 0 {
+            b.write_kv(&upload("old", first)?, 0, &c, 0, old)
+                .map_err(e(op))?;
+        }
+        b.write_kv(&nan, 0, &c, old + new, ctx * row - old - new)
+            .map_err(e(op))?;
+        caches.push(c);
+    }
+    let shape = |heads| RopeShape {
+        tokens,
+        heads,
+        head_dim,
+        rot_dim: head_dim,
+        pos0,
+    };
+    b.rms_norm_rope_append(
+        [&qd, &kd, &vd],
+        [&wqd, &wkd],
+        (eps, 0.0),
+        &td,
+        [shape(heads), shape(kv_heads)],
+        [&scratch.0, &scratch.1],
+        [&caches[0], &caches[1]],
+        old,
+    )
+    .map_err(e(op))?;
+    let dims = format!(
+        "{format:?} tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx}"
+    );
+    let normed_rotated = |x: &[f32], w: &[f32], heads: usize| {
+        let normed: Vec<f32> = oracle::rms_norm(x, w, tokens * heads, head_dim, eps, 0.0)
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        oracle::rope(&normed, &table, tokens, heads, head_dim, head_dim, pos0)
+    };
+    let got_q = b.read(&qd, 0, q.len()).await.map_err(e(op))?;
+    let want_q = normed_rotated(&q, &wq, heads);
+    compare(op, format!("q {dims}"), bounds::RMS_NORM, &want_q, &got_q)?;
+    let s = AttnShape {
+        tokens,
+        heads,
+        kv_heads,
+        head_dim,
+        pos0,
+        ctx,
+        scale: 1.0 / (head_dim as f32).sqrt(),
+        causal: true,
+    };
+    let od = b.alloc("o", q.len()).map_err(e(op))?;
+    b.attention_kv(&qd, &caches[0], &caches[1], &od, s)
+        .map_err(e(op))?;
+    let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
+    let want_k: Vec<f32> = normed_rotated(&k, &wk, kv_heads)
+        .iter()
+        .map(|&x| x as f32)
+        .collect();
+    let want = oracle::attention(
+        &got_q,
+        &as_stored(format, &[k_old, want_k].concat()),
+        &as_stored(format, &[v_old, v].concat()),
+        tokens,
+        heads,
+        kv_heads,
+        head_dim,
+        pos0,
+        s.scale,
+        true,
+    );
+    compare(
+        op,
+        format!("attention after it, {dims}"),
+        bounds::ATTENTION,
+        &want,
+        &got,
+    )
+}
+
 /// Grouped-query attention, causal (odd seeds and decode) and bidirectional (the encoder's,
 /// even seeds with several tokens); cache slots past the filled positions hold NaN, so any
 /// read beyond the visible keys fails the check.

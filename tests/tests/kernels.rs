@@ -59,6 +59,7 @@ on_both!(
     attention,
     attention_kv,
     rope_append,
+    rms_norm_rope_append,
     silu_mul,
     add,
     softmax,

@@ -70,6 +70,7 @@ on_both!(
     attention,
     attention_kv,
     rope_append,
+    rms_norm_rope_append,
     silu_mul,
     add,
     softmax,
@@ -106,6 +107,7 @@ async fn gpu_tuning_kernels() {
         report(&who, seed, suite::attention_kv(&g, seed).await);
         report(&who, seed, suite::rms_norm_rope(&g, seed).await);
         report(&who, seed, suite::rope_append(&g, seed).await);
+        report(&who, seed, suite::rms_norm_rope_append(&g, seed).await);
     }
     match g.verify_fused().await {
         Ok(None) => console_log!("[{who}] fused check passed"),

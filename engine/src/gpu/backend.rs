@@ -6,8 +6,8 @@ use super::kernels;
 use super::kernels::elementwise;
 use super::kernels::rows::Rows;
 use crate::backend::{
-    check, need_len, rope_append_unfused, AttnShape, Backend, DeltaShape, KvFormat, LogitFilter,
-    MatmulInput, MatmulKernel, RopeShape, Selection,
+    check, need_len, rms_norm_rope_append_unfused, rope_append_unfused, AttnShape, Backend,
+    DeltaShape, KvFormat, LogitFilter, MatmulInput, MatmulKernel, RopeShape, Selection,
 };
 use crate::error::{shape_err, Result};
 use crate::quant::Q4Matrix;
@@ -475,6 +475,71 @@ impl Backend for GpuContext {
             KvFormat::F32 => kernels::elementwise::copy_range(self, &pairs, offsets, len),
             KvFormat::F16 => kernels::elementwise::kv_pack(self, &pairs, offsets, len),
         }
+    }
+
+    /// One dispatch (`rms_norm_rope_append.wgsl`) where the shapes allow it
+    /// ([`kernels::rows::norm_append_fits`]: Qwen3's) and the fusions are on; else the plain
+    /// ops. `scratch` is left unwritten by the one dispatch.
+    fn rms_norm_rope_append(
+        &self,
+        [q, k, v]: [&GpuBuffer; 3],
+        [wq, wk]: [&GpuBuffer; 2],
+        (eps, offset): (f32, f32),
+        table: &GpuBuffer,
+        [qs, ks]: [RopeShape; 2],
+        scratch: [&GpuBuffer; 2],
+        [kc, vc]: [&GpuKv; 2],
+        dst: usize,
+    ) -> Result<()> {
+        let fits = self.tuning.fuse
+            && kernels::rows::norm_append_fits(&qs, &ks, dst)
+            && kc.format == vc.format;
+        if !fits {
+            let (qkv, w, norm) = ([q, k, v], [wq, wk], (eps, offset));
+            let shapes = [qs, ks];
+            return rms_norm_rope_append_unfused(
+                self,
+                qkv,
+                w,
+                norm,
+                table,
+                shapes,
+                scratch,
+                [kc, vc],
+                dst,
+            );
+        }
+        check::rope_append([q, k, v], table, [qs, ks], [kc, vc], dst)?;
+        check::rms_norm(q, wq, q, qs.tokens * qs.heads, qs.head_dim)?;
+        check::rms_norm(k, wk, k, ks.tokens * ks.heads, ks.head_dim)?;
+        // The buffers written (the queries, the two caches) are bound once each.
+        let read = [&wq.buf, &table.buf, &k.buf, &wk.buf, &v.buf];
+        let written = [&q.buf, &kc.buf, &vc.buf];
+        for (i, w) in written.iter().enumerate() {
+            if written[i + 1..].iter().chain(&read).any(|o| same(w, o)) {
+                return Err(shape_err(
+                    "rms_norm_rope_append",
+                    "the queries and the two caches must be buffers of their own",
+                ));
+            }
+        }
+        let s = Rows {
+            rows: qs.tokens * qs.heads,
+            dim: qs.head_dim,
+            eps,
+            offset,
+        };
+        kernels::rows::rms_norm_rope_append(
+            self,
+            [&q.buf, &k.buf, &v.buf],
+            [&wq.buf, &wk.buf],
+            &table.buf,
+            [&kc.buf, &vc.buf],
+            kc.format,
+            s,
+            (qs, ks),
+            dst,
+        )
     }
 
     /// One dispatch (`rope_append.wgsl`) where the shapes allow it ([`kernels::rope::append_fits`]:

@@ -1,9 +1,9 @@
 //! A check, on the adapter in hand, that the fused kernels (the residual add in the GEMV,
 //! SwiGLU in one GEMV, the input's RMSNorm in the GEMV's prologue, several matrices in one
-//! GEMV, RMSNorm with RoPE, RoPE with the KV cache append) give what the plain ops they stand
-//! for give. The kernel tests hold them to the oracle on lavapipe in CI, but a driver that
-//! compiles one of them wrongly should cost speed, not answers: where they differ, the context
-//! turns the fusions off and says why.
+//! GEMV, RMSNorm with RoPE, RoPE with the KV cache append, with and without the norms) give
+//! what the plain ops they stand for give. The kernel tests hold them to the oracle on lavapipe
+//! in CI, but a driver that compiles one of them wrongly should cost speed, not answers: where
+//! they differ, the context turns the fusions off and says why.
 
 use crate::backend::MatmulInput::{Plain, RmsNormed};
 use crate::backend::{rope_table, AttnShape, Backend, KvFormat, MatmulKernel, RopeShape};
@@ -110,14 +110,14 @@ async fn outputs(b: &GpuContext) -> Result<Vec<(&'static str, Vec<f32>)>> {
         rot_dim: 40,
         ..shape
     };
-    let table_full = b.upload("check rope full", &rope_table(1e6, 40, 6))?;
+    let table_full = b.upload("check rope full", &rope_table(1e6, 40, 7))?;
     let qa = b.upload("check append q", &rng.normal_vec(120, 1.0))?;
     let ka = b.upload("check append k", &rng.normal_vec(40, 1.0))?;
     let va = b.upload("check append v", &rng.normal_vec(40, 1.0))?;
     let earlier = b.upload("check earlier keys", &rng.normal_vec(200, 1.0))?;
     let caches = [
-        b.alloc_kv("check k cache", 240, KvFormat::F16)?,
-        b.alloc_kv("check v cache", 240, KvFormat::F16)?,
+        b.alloc_kv("check k cache", 280, KvFormat::F16)?,
+        b.alloc_kv("check v cache", 280, KvFormat::F16)?,
     ];
     for c in &caches {
         b.write_kv(&earlier, 0, c, 0, 200)?;
@@ -137,6 +137,35 @@ async fn outputs(b: &GpuContext) -> Result<Vec<(&'static str, Vec<f32>)>> {
         causal: true,
     };
     b.attention_kv(&qa, &caches[0], &caches[1], &attended, attn)?;
+    // The same with Qwen3's norms before the rotation (the queries back in place), at the
+    // next position of the same caches.
+    let qn = b.upload("check norm q", &rng.normal_vec(120, 2.0))?;
+    let kn = b.upload("check norm k", &rng.normal_vec(40, 2.0))?;
+    let scratch = [
+        b.alloc("check norm q out", 120)?,
+        b.alloc("check norm k out", 40)?,
+    ];
+    let next = [
+        RopeShape { pos0: 6, ..rs[0] },
+        RopeShape { pos0: 6, ..rs[1] },
+    ];
+    b.rms_norm_rope_append(
+        [&qn, &kn, &va],
+        [&w, &w],
+        (1e-6, 0.0),
+        &table_full,
+        next,
+        [&scratch[0], &scratch[1]],
+        pair,
+        240,
+    )?;
+    let attended_next = b.alloc("check attention after the norms", 120)?;
+    let attn_next = AttnShape {
+        pos0: 6,
+        ctx: 7,
+        ..attn
+    };
+    b.attention_kv(&qn, &caches[0], &caches[1], &attended_next, attn_next)?;
     Ok(vec![
         ("residual-add GEMV", b.read(&acc, 0, ROWS).await?),
         ("SwiGLU GEMV", b.read(&glu, 0, ROWS).await?),
@@ -164,6 +193,14 @@ async fn outputs(b: &GpuContext) -> Result<Vec<(&'static str, Vec<f32>)>> {
         (
             "attention over the cache appended with RoPE",
             b.read(&attended, 0, 120).await?,
+        ),
+        (
+            "RMSNorm with RoPE of queries with the cache append",
+            b.read(&qn, 0, 120).await?,
+        ),
+        (
+            "attention over the cache appended with RMSNorm and RoPE",
+            b.read(&attended_next, 0, 120).await?,
         ),
     ])
 }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::layers::{Linear, Mlp, OutputHead, TokenEmbedding, WeightFormat};
 use super::shell::{Architecture, KvCache, LoadOptions};
-use crate::backend::{rope_table, Backend, MatmulInput, RopeShape};
+use crate::backend::{rope_table, Backend, MatmulInput};
 use crate::error::{EngineError, Result};
 use crate::format::gguf::Value;
 use crate::format::weights::{expect, GgufSource, WeightSource};
@@ -464,12 +464,8 @@ impl<B: Backend> Architecture<B> for Llama<B> {
         let cfg = &self.cfg;
         let s = &self.s;
         let t = ids.len();
-        let (h, hd, nh, kv) = (
-            cfg.hidden_size,
-            cfg.head_dim(),
-            cfg.num_attention_heads,
-            cfg.kv_heads(),
-        );
+        // head_dim and the KV heads are the layers' caches' own (`KvCache`).
+        let (h, nh) = (cfg.hidden_size, cfg.num_attention_heads);
         let eps = cfg.rms_norm_eps as f32;
         // 0. Embedding: x [t, h].
         self.embed.forward(b, ids, &s.x)?;
@@ -487,28 +483,20 @@ impl<B: Backend> Architecture<B> for Llama<B> {
             let qkv = [(&a.q_proj, &s.q), (&a.k_proj, &s.k), (&a.v_proj, &s.v)];
             Linear::forward_many(b, norm(&l.input_layernorm), &qkv, t)?;
             // 3–6. Qwen3: per-head RMSNorm of q and k (rows t*heads, dim hd), then RoPE at
-            //      pos0 (one pass where the backend fuses them); Llama: RoPE alone, with the
-            //      cache append in the same pass. Append k, v to the cache, then causal
-            //      grouped-query attention                              [t, nh*hd]
-            let rs = |heads| RopeShape {
-                tokens: t,
-                heads,
-                head_dim: hd,
-                rot_dim: hd,
-                pos0,
-            };
+            //      pos0; Llama: RoPE alone. Append k, v to the cache, then causal grouped-query
+            //      attention (the norms, the rotation and the append in one pass where the
+            //      backend fuses them)                                  [t, nh*hd]
+            let heads = [&s.q, &s.k, &s.v];
             match (&l.attn.q_norm, &l.attn.k_norm) {
                 (Some(qn), Some(kn)) => {
-                    let qk = [(&s.q, qn, &s.qn), (&s.k, kn, &s.kn)];
-                    b.rms_norm_rope_pair(qk, (eps, 0.0), &self.rope, [rs(nh), rs(kv)])?;
-                    l.cache
-                        .attend(b, [&s.qn, &s.kn, &s.v], &s.att, t, nh, pos0)?;
+                    let (norms, scratch) = (([qn, kn], eps), [&s.qn, &s.kn]);
+                    let at = (t, nh, pos0);
+                    let cache = &l.cache;
+                    cache.norm_rope_attend(b, heads, norms, &self.rope, scratch, &s.att, at)?;
                 }
-                _ => {
-                    let qkv = [&s.q, &s.k, &s.v];
-                    l.cache
-                        .rope_attend(b, qkv, &self.rope, &s.att, t, nh, pos0)?;
-                }
+                _ => l
+                    .cache
+                    .rope_attend(b, heads, &self.rope, &s.att, t, nh, pos0)?,
             }
             // 7. x += att Wo^T                                     [t, h]
             l.attn.o_proj.forward_add(b, &s.att, (&s.x, &s.o), t, h)?;

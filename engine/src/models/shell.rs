@@ -167,6 +167,42 @@ impl<B: Backend> KvCache<B> {
         self.attention(b, qkv[0], out, t, heads, pos0)
     }
 
+    /// Qwen3's [`KvCache::rope_attend`]: RMSNorm of each head of `q` and `k` (`weights` =
+    /// q_norm, k_norm; `eps`) before the rotation, the rotated queries back in `q`, the keys and
+    /// `v` appended at `pos0` (one pass where the backend fuses them:
+    /// [`Backend::rms_norm_rope_append`]; `scratch` as long as `q` and `k`), then the attention.
+    #[allow(clippy::too_many_arguments)]
+    pub fn norm_rope_attend(
+        &self,
+        b: &B,
+        qkv: [&B::Buffer; 3],
+        (weights, eps): ([&B::Buffer; 2], f32),
+        table: &B::Buffer,
+        scratch: [&B::Buffer; 2],
+        out: &B::Buffer,
+        (t, heads, pos0): (usize, usize, usize),
+    ) -> Result<()> {
+        let (kv, hd) = (self.kv_heads, self.head_dim);
+        let shape = |heads| RopeShape {
+            tokens: t,
+            heads,
+            head_dim: hd,
+            rot_dim: hd,
+            pos0,
+        };
+        b.rms_norm_rope_append(
+            qkv,
+            weights,
+            (eps, 0.0),
+            table,
+            [shape(heads), shape(kv)],
+            scratch,
+            [&self.k, &self.v],
+            pos0 * kv * hd,
+        )?;
+        self.attention(b, qkv[0], out, t, heads, pos0)
+    }
+
     /// Causal grouped-query attention of `q[t][heads][head_dim]` over positions
     /// `0..=pos0 + i` of the cache into `out[t][heads][head_dim]`.
     fn attention(
