@@ -759,120 +759,184 @@ pub async fn rope_append<B: Backend>(b: &B, seed: u64) -> Check {
     rope_append_in(b, seed, KvFormat::F16).await
 }
 
+/// A layer's step between its projections and its attention, as the `rope_append` checks
+/// draw it: queries, keys and values of `tokens` at `pos0`, the cache's earlier positions, and
+/// a full-rotary table.
+struct AppendCase {
+    tokens: usize,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    pos0: usize,
+    ctx: usize,
+    table: Vec<f32>,
+    old: [Vec<f32>; 2],
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+}
+
+impl AppendCase {
+    /// Decode on even seeds, 2–5 tokens on odd ones; 1–3 KV heads with 1–3 query heads each;
+    /// queries and keys of standard deviation `sd`.
+    fn draw(rng: &mut Pcg32, seed: u64, head_dim: usize, max_pos: usize, sd: f32) -> Self {
+        let tokens = if seed.is_multiple_of(2) {
+            1
+        } else {
+            rng.range(2, 6)
+        };
+        let kv_heads = rng.range(1, 4);
+        let heads = kv_heads * rng.range(1, 4);
+        let pos0 = rng.range(0, max_pos);
+        let ctx = pos0 + tokens + rng.range(1, 6);
+        let row = kv_heads * head_dim;
+        let old = [
+            rng.normal_vec(pos0 * row, 1.0),
+            rng.normal_vec(pos0 * row, 1.0),
+        ];
+        AppendCase {
+            tokens,
+            heads,
+            kv_heads,
+            head_dim,
+            pos0,
+            ctx,
+            table: rope_table(1_000_000.0, head_dim, ctx),
+            old,
+            q: rng.normal_vec(tokens * heads * head_dim, sd),
+            k: rng.normal_vec(tokens * row, sd),
+            v: rng.normal_vec(tokens * row, 1.0),
+        }
+    }
+
+    /// Where the new keys and values go in the caches.
+    fn dst(&self) -> usize {
+        self.pos0 * self.kv_heads * self.head_dim
+    }
+
+    fn shapes(&self) -> [RopeShape; 2] {
+        let shape = |heads| RopeShape {
+            tokens: self.tokens,
+            heads,
+            head_dim: self.head_dim,
+            rot_dim: self.head_dim,
+            pos0: self.pos0,
+        };
+        [shape(self.heads), shape(self.kv_heads)]
+    }
+
+    fn dims(&self, format: KvFormat) -> String {
+        format!(
+            "{format:?} tokens={} heads={}/{} head_dim={} pos0={} ctx={}",
+            self.tokens, self.heads, self.kv_heads, self.head_dim, self.pos0, self.ctx
+        )
+    }
+
+    /// The caches in `format` with the earlier positions written and NaN past the new ones
+    /// (attention must not read there).
+    fn caches<B: Backend>(
+        &self,
+        b: &B,
+        format: KvFormat,
+        op: &'static str,
+    ) -> Result<Vec<B::Kv>, String> {
+        let len = self.ctx * self.kv_heads * self.head_dim;
+        let (old, end) = (self.dst(), self.dst() + self.k.len());
+        let nan = b.upload("nan", &vec![f32::NAN; len - end]).map_err(e(op))?;
+        let mut caches = Vec::new();
+        for first in &self.old {
+            let c = b.alloc_kv("cache", len, format).map_err(e(op))?;
+            if old > 0 {
+                let first = b.upload("old", first).map_err(e(op))?;
+                b.write_kv(&first, 0, &c, 0, old).map_err(e(op))?;
+            }
+            b.write_kv(&nan, 0, &c, end, len - end).map_err(e(op))?;
+            caches.push(c);
+        }
+        Ok(caches)
+    }
+
+    /// Attention of the queries `qd` (read back as `q`) over the caches, against the oracle's
+    /// over the earlier positions and the new keys `k` and the values, as a cache in `format`
+    /// holds them.
+    async fn attention<B: Backend>(
+        &self,
+        b: &B,
+        (qd, q): (&B::Buffer, &[f32]),
+        caches: &[B::Kv],
+        (k, format): (&[f32], KvFormat),
+        op: &'static str,
+    ) -> Check {
+        let s = AttnShape {
+            tokens: self.tokens,
+            heads: self.heads,
+            kv_heads: self.kv_heads,
+            head_dim: self.head_dim,
+            pos0: self.pos0,
+            ctx: self.ctx,
+            scale: 1.0 / (self.head_dim as f32).sqrt(),
+            causal: true,
+        };
+        let od = b.alloc("o", q.len()).map_err(e(op))?;
+        b.attention_kv(qd, &caches[0], &caches[1], &od, s)
+            .map_err(e(op))?;
+        let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
+        let want = oracle::attention(
+            q,
+            &as_stored(format, &[&self.old[0][..], k].concat()),
+            &as_stored(format, &[&self.old[1][..], &self.v[..]].concat()),
+            self.tokens,
+            self.heads,
+            self.kv_heads,
+            self.head_dim,
+            self.pos0,
+            s.scale,
+            true,
+        );
+        let dims = self.dims(format);
+        compare(
+            op,
+            format!("attention after it, {dims}"),
+            bounds::ATTENTION,
+            &want,
+            &got,
+        )
+    }
+}
+
 async fn rope_append_in<B: Backend>(b: &B, seed: u64, format: KvFormat) -> Check {
     let op = "rope_append";
     let mut rng = Pcg32::new(seed + 700);
-    let tokens = if seed.is_multiple_of(2) {
-        1
-    } else {
-        rng.range(2, 6)
-    };
-    let kv_heads = rng.range(1, 4);
-    let heads = kv_heads * rng.range(1, 4);
     let head_dim = if seed % 4 == 3 {
         4 * rng.range(1, 20) + 2
     } else {
         4 * rng.range(1, 33)
     };
-    let pos0 = rng.range(0, 60);
-    let ctx = pos0 + tokens + rng.range(1, 6);
-    let row = kv_heads * head_dim;
-    let (old, new) = (pos0 * row, tokens * row);
-    let table = rope_table(10_000.0, head_dim, ctx);
-    let (k_old, v_old) = (rng.normal_vec(old, 1.0), rng.normal_vec(old, 1.0));
-    let q = rng.normal_vec(tokens * heads * head_dim, 1.0);
-    let (k, v) = (rng.normal_vec(new, 1.0), rng.normal_vec(new, 1.0));
+    let c = AppendCase::draw(&mut rng, seed, head_dim, 60, 1.0);
     let upload = |label, x: &[f32]| b.upload(label, x).map_err(e(op));
     let (qd, kd, vd, td) = (
-        upload("q", &q)?,
-        upload("k", &k)?,
-        upload("v", &v)?,
-        upload("table", &table)?,
+        upload("q", &c.q)?,
+        upload("k", &c.k)?,
+        upload("v", &c.v)?,
+        upload("table", &c.table)?,
     );
-    let nan = upload("nan", &vec![f32::NAN; ctx * row - old - new])?;
-    let mut caches = Vec::new();
-    for first in [&k_old, &v_old] {
-        let c = b.alloc_kv("cache", ctx * row, format).map_err(e(op))?;
-        if old > 0 {
-            b.write_kv(&upload("old", first)?, 0, &c, 0, old)
-                .map_err(e(op))?;
-        }
-        b.write_kv(&nan, 0, &c, old + new, ctx * row - old - new)
-            .map_err(e(op))?;
-        caches.push(c);
-    }
-    let shape = |heads| RopeShape {
-        tokens,
-        heads,
-        head_dim,
-        rot_dim: head_dim,
-        pos0,
-    };
+    let caches = c.caches(b, format, op)?;
     let pair = [&caches[0], &caches[1]];
-    b.rope_append(
-        [&qd, &kd, &vd],
-        &td,
-        [shape(heads), shape(kv_heads)],
-        pair,
-        old,
-    )
-    .map_err(e(op))?;
-    let dims = format!(
-        "{format:?} tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx}"
-    );
-    let got_q = b.read(&qd, 0, q.len()).await.map_err(e(op))?;
-    let got_k = b.read(&kd, 0, k.len()).await.map_err(e(op))?;
-    let rotated =
-        |x: &[f32], heads| oracle::rope(x, &table, tokens, heads, head_dim, head_dim, pos0);
-    compare(
-        op,
-        format!("q {dims}"),
-        bounds::ROPE,
-        &rotated(&q, heads),
-        &got_q,
-    )?;
-    compare(
-        op,
-        format!("k {dims}"),
-        bounds::ROPE,
-        &rotated(&k, kv_heads),
-        &got_k,
-    )?;
-    let s = AttnShape {
-        tokens,
-        heads,
-        kv_heads,
-        head_dim,
-        pos0,
-        ctx,
-        scale: 1.0 / (head_dim as f32).sqrt(),
-        causal: true,
-    };
-    let od = b.alloc("o", q.len()).map_err(e(op))?;
-    b.attention_kv(&qd, &caches[0], &caches[1], &od, s)
+    b.rope_append([&qd, &kd, &vd], &td, c.shapes(), pair, c.dst())
         .map_err(e(op))?;
-    let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
-    // The oracle reads what the cache holds: the keys as rotated here (checked above), both
-    // rounded to the cache's format.
-    let want = oracle::attention(
-        &got_q,
-        &as_stored(format, &[k_old, got_k].concat()),
-        &as_stored(format, &[v_old, v].concat()),
-        tokens,
-        heads,
-        kv_heads,
-        head_dim,
-        pos0,
-        s.scale,
-        true,
-    );
-    compare(
-        op,
-        format!("attention after it, {dims}"),
-        bounds::ATTENTION,
-        &want,
-        &got,
-    )
+    let dims = c.dims(format);
+    let got_q = b.read(&qd, 0, c.q.len()).await.map_err(e(op))?;
+    let got_k = b.read(&kd, 0, c.k.len()).await.map_err(e(op))?;
+    let rotated = |x: &[f32], heads| {
+        oracle::rope(x, &c.table, c.tokens, heads, c.head_dim, c.head_dim, c.pos0)
+    };
+    let want_q = rotated(&c.q, c.heads);
+    compare(op, format!("q {dims}"), bounds::ROPE, &want_q, &got_q)?;
+    let want_k = rotated(&c.k, c.kv_heads);
+    compare(op, format!("k {dims}"), bounds::ROPE, &want_k, &got_k)?;
+    // The oracle reads what the cache holds: the keys as rotated here (checked above).
+    c.attention(b, (&qd, &got_q), &caches, (&got_k, format), op)
+        .await
 }
 
 /// Qwen3's norms, rotation and KV append ([`Backend::rms_norm_rope_append`]), into an f32 and
@@ -890,119 +954,58 @@ pub async fn rms_norm_rope_append<B: Backend>(b: &B, seed: u64) -> Check {
 async fn rms_norm_rope_append_in<B: Backend>(b: &B, seed: u64, format: KvFormat) -> Check {
     let op = "rms_norm_rope_append";
     let mut rng = Pcg32::new(seed + 800);
-    let tokens = if seed.is_multiple_of(2) {
-        1
-    } else {
-        rng.range(2, 6)
-    };
-    let kv_heads = rng.range(1, 4);
-    let heads = kv_heads * rng.range(1, 4);
     let head_dim = match seed % 4 {
         0 => 256,
         1 | 3 => 4 * rng.range(1, 32) + 2,
         _ => 4 * rng.range(1, 33),
     };
-    let (pos0, eps) = (rng.range(0, 40), 1e-6);
-    let ctx = pos0 + tokens + rng.range(1, 6);
-    let row = kv_heads * head_dim;
-    let (old, new) = (pos0 * row, tokens * row);
-    let table = rope_table(1_000_000.0, head_dim, ctx);
-    let (k_old, v_old) = (rng.normal_vec(old, 1.0), rng.normal_vec(old, 1.0));
-    let q = rng.normal_vec(tokens * heads * head_dim, 2.0);
-    let (k, v) = (rng.normal_vec(new, 2.0), rng.normal_vec(new, 1.0));
+    let c = AppendCase::draw(&mut rng, seed, head_dim, 40, 2.0);
+    let eps = 1e-6;
     let (wq, wk) = (rng.normal_vec(head_dim, 1.0), rng.normal_vec(head_dim, 1.0));
     let upload = |label, x: &[f32]| b.upload(label, x).map_err(e(op));
     let (qd, kd, vd, td) = (
-        upload("q", &q)?,
-        upload("k", &k)?,
-        upload("v", &v)?,
-        upload("table", &table)?,
+        upload("q", &c.q)?,
+        upload("k", &c.k)?,
+        upload("v", &c.v)?,
+        upload("table", &c.table)?,
     );
     let (wqd, wkd) = (upload("q_norm", &wq)?, upload("k_norm", &wk)?);
     let scratch = (
-        b.alloc("q scratch", q.len()).map_err(e(op))?,
-        b.alloc("k scratch", k.len()).map_err(e(op))?,
+        b.alloc("q scratch", c.q.len()).map_err(e(op))?,
+        b.alloc("k scratch", c.k.len()).map_err(e(op))?,
     );
-    let nan = upload("nan", &vec![f32::NAN; ctx * row - old - new])?;
-    let mut caches = Vec::new();
-    for first in [&k_old, &v_old] {
-        let c = b.alloc_kv("cache", ctx * row, format).map_err(e(op))?;
-        if old > 0 {
-            b.write_kv(&upload("old", first)?, 0, &c, 0, old)
-                .map_err(e(op))?;
-        }
-        b.write_kv(&nan, 0, &c, old + new, ctx * row - old - new)
-            .map_err(e(op))?;
-        caches.push(c);
-    }
-    let shape = |heads| RopeShape {
-        tokens,
-        heads,
-        head_dim,
-        rot_dim: head_dim,
-        pos0,
-    };
+    let caches = c.caches(b, format, op)?;
     b.rms_norm_rope_append(
         [&qd, &kd, &vd],
         [&wqd, &wkd],
         (eps, 0.0),
         &td,
-        [shape(heads), shape(kv_heads)],
+        c.shapes(),
         [&scratch.0, &scratch.1],
         [&caches[0], &caches[1]],
-        old,
+        c.dst(),
     )
     .map_err(e(op))?;
-    let dims = format!(
-        "{format:?} tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx}"
-    );
     let normed_rotated = |x: &[f32], w: &[f32], heads: usize| {
-        let normed: Vec<f32> = oracle::rms_norm(x, w, tokens * heads, head_dim, eps, 0.0)
+        let rows = c.tokens * heads;
+        let normed: Vec<f32> = oracle::rms_norm(x, w, rows, c.head_dim, eps, 0.0)
             .iter()
             .map(|&v| v as f32)
             .collect();
-        oracle::rope(&normed, &table, tokens, heads, head_dim, head_dim, pos0)
+        let (t, hd) = (c.tokens, c.head_dim);
+        oracle::rope(&normed, &c.table, t, heads, hd, hd, c.pos0)
     };
-    let got_q = b.read(&qd, 0, q.len()).await.map_err(e(op))?;
-    let want_q = normed_rotated(&q, &wq, heads);
+    let got_q = b.read(&qd, 0, c.q.len()).await.map_err(e(op))?;
+    let want_q = normed_rotated(&c.q, &wq, c.heads);
+    let dims = c.dims(format);
     compare(op, format!("q {dims}"), bounds::RMS_NORM, &want_q, &got_q)?;
-    let s = AttnShape {
-        tokens,
-        heads,
-        kv_heads,
-        head_dim,
-        pos0,
-        ctx,
-        scale: 1.0 / (head_dim as f32).sqrt(),
-        causal: true,
-    };
-    let od = b.alloc("o", q.len()).map_err(e(op))?;
-    b.attention_kv(&qd, &caches[0], &caches[1], &od, s)
-        .map_err(e(op))?;
-    let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
-    let want_k: Vec<f32> = normed_rotated(&k, &wk, kv_heads)
+    // The keys are the oracle's own (the cache is read only through attention).
+    let want_k: Vec<f32> = normed_rotated(&c.k, &wk, c.kv_heads)
         .iter()
-        .map(|&x| x as f32)
+        .map(|&v| v as f32)
         .collect();
-    let want = oracle::attention(
-        &got_q,
-        &as_stored(format, &[k_old, want_k].concat()),
-        &as_stored(format, &[v_old, v].concat()),
-        tokens,
-        heads,
-        kv_heads,
-        head_dim,
-        pos0,
-        s.scale,
-        true,
-    );
-    compare(
-        op,
-        format!("attention after it, {dims}"),
-        bounds::ATTENTION,
-        &want,
-        &got,
-    )
+    c.attention(b, (&qd, &got_q), &caches, (&want_k, format), op)
+        .await
 }
 
 /// Grouped-query attention, causal (odd seeds and decode) and bidirectional (the encoder's,

@@ -486,17 +486,14 @@ impl<B: Backend> Architecture<B> for Llama<B> {
             //      pos0; Llama: RoPE alone. Append k, v to the cache, then causal grouped-query
             //      attention (the norms, the rotation and the append in one pass where the
             //      backend fuses them)                                  [t, nh*hd]
-            let heads = [&s.q, &s.k, &s.v];
+            let (heads, at) = ([&s.q, &s.k, &s.v], (t, nh, pos0));
             match (&l.attn.q_norm, &l.attn.k_norm) {
                 (Some(qn), Some(kn)) => {
                     let (norms, scratch) = (([qn, kn], eps), [&s.qn, &s.kn]);
-                    let at = (t, nh, pos0);
                     let cache = &l.cache;
                     cache.norm_rope_attend(b, heads, norms, &self.rope, scratch, &s.att, at)?;
                 }
-                _ => l
-                    .cache
-                    .rope_attend(b, heads, &self.rope, &s.att, t, nh, pos0)?,
+                _ => l.cache.rope_attend(b, heads, &self.rope, &s.att, at)?,
             }
             // 7. x += att Wo^T                                     [t, h]
             l.attn.o_proj.forward_add(b, &s.att, (&s.x, &s.o), t, h)?;

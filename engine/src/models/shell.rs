@@ -137,33 +137,16 @@ impl<B: Backend> KvCache<B> {
     /// `table` as [`crate::backend::rope_table`] builds it) with `k` and `v` appended at `pos0`
     /// (one pass where the backend fuses them: [`Backend::rope_append`]), then the attention of
     /// [`KvCache::attend`].
-    #[allow(clippy::too_many_arguments)]
     pub fn rope_attend(
         &self,
         b: &B,
         qkv: [&B::Buffer; 3],
         table: &B::Buffer,
         out: &B::Buffer,
-        t: usize,
-        heads: usize,
-        pos0: usize,
+        (t, heads, pos0): (usize, usize, usize),
     ) -> Result<()> {
-        let (kv, hd) = (self.kv_heads, self.head_dim);
-        let shape = |heads| RopeShape {
-            tokens: t,
-            heads,
-            head_dim: hd,
-            rot_dim: hd,
-            pos0,
-        };
-        let caches = [&self.k, &self.v];
-        b.rope_append(
-            qkv,
-            table,
-            [shape(heads), shape(kv)],
-            caches,
-            pos0 * kv * hd,
-        )?;
+        let (shapes, dst) = self.rotation(t, heads, pos0);
+        b.rope_append(qkv, table, shapes, [&self.k, &self.v], dst)?;
         self.attention(b, qkv[0], out, t, heads, pos0)
     }
 
@@ -182,6 +165,16 @@ impl<B: Backend> KvCache<B> {
         out: &B::Buffer,
         (t, heads, pos0): (usize, usize, usize),
     ) -> Result<()> {
+        let (shapes, dst) = self.rotation(t, heads, pos0);
+        let caches = [&self.k, &self.v];
+        let norm = (eps, 0.0);
+        b.rms_norm_rope_append(qkv, weights, norm, table, shapes, scratch, caches, dst)?;
+        self.attention(b, qkv[0], out, t, heads, pos0)
+    }
+
+    /// The full rotation's shapes of `t` tokens' queries (`heads`) and keys at `pos0`, and where
+    /// in the caches their keys and values go.
+    fn rotation(&self, t: usize, heads: usize, pos0: usize) -> ([RopeShape; 2], usize) {
         let (kv, hd) = (self.kv_heads, self.head_dim);
         let shape = |heads| RopeShape {
             tokens: t,
@@ -190,17 +183,7 @@ impl<B: Backend> KvCache<B> {
             rot_dim: hd,
             pos0,
         };
-        b.rms_norm_rope_append(
-            qkv,
-            weights,
-            (eps, 0.0),
-            table,
-            [shape(heads), shape(kv)],
-            scratch,
-            [&self.k, &self.v],
-            pos0 * kv * hd,
-        )?;
-        self.attention(b, qkv[0], out, t, heads, pos0)
+        ([shape(heads), shape(kv)], pos0 * kv * hd)
     }
 
     /// Causal grouped-query attention of `q[t][heads][head_dim]` over positions
