@@ -703,41 +703,22 @@ async fn attention_kv_in<B: Backend>(b: &B, seed: u64, format: KvFormat, by4: bo
         b.write_kv(&nan, 0, c, old + new, ctx * row - old - new)
             .map_err(e(op))?;
     }
-    let s = AttnShape {
+    let c = AppendCase {
         tokens,
         heads,
         kv_heads,
         head_dim,
         pos0,
         ctx,
-        scale: 1.0 / (head_dim as f32).sqrt(),
-        causal: true,
+        table: Vec::new(),
+        old: [k[..old].to_vec(), v[..old].to_vec()],
+        q,
+        k: k[old..].to_vec(),
+        v: v[old..].to_vec(),
     };
-    let (qd, od) = (upload("q", &q)?, b.alloc("o", q.len()).map_err(e(op))?);
-    b.attention_kv(&qd, &caches[0], &caches[1], &od, s)
-        .map_err(e(op))?;
-    let got = b.read(&od, 0, q.len()).await.map_err(e(op))?;
-    let want = oracle::attention(
-        &q,
-        &as_stored(format, &k),
-        &as_stored(format, &v),
-        tokens,
-        heads,
-        kv_heads,
-        head_dim,
-        pos0,
-        s.scale,
-        true,
-    );
-    compare(
-        op,
-        format!(
-            "{format:?} tokens={tokens} heads={heads}/{kv_heads} head_dim={head_dim} pos0={pos0} ctx={ctx}",
-        ),
-        bounds::ATTENTION,
-        &want,
-        &got,
-    )
+    let qd = upload("q", &c.q)?;
+    c.attention(b, (&qd, &c.q), &caches, (&c.k, format), (op, ""))
+        .await
 }
 
 /// `x` as a KV cache in `format` holds it (f16: rounded to the nearest half, ties to even).
@@ -858,14 +839,14 @@ impl AppendCase {
 
     /// Attention of the queries `qd` (read back as `q`) over the caches, against the oracle's
     /// over the earlier positions and the new keys `k` and the values, as a cache in `format`
-    /// holds them.
+    /// holds them; the check's line starts with `what`.
     async fn attention<B: Backend>(
         &self,
         b: &B,
         (qd, q): (&B::Buffer, &[f32]),
         caches: &[B::Kv],
         (k, format): (&[f32], KvFormat),
-        op: &'static str,
+        (op, what): (&'static str, &str),
     ) -> Check {
         let s = AttnShape {
             tokens: self.tokens,
@@ -894,13 +875,7 @@ impl AppendCase {
             true,
         );
         let dims = self.dims(format);
-        compare(
-            op,
-            format!("attention after it, {dims}"),
-            bounds::ATTENTION,
-            &want,
-            &got,
-        )
+        compare(op, format!("{what}{dims}"), bounds::ATTENTION, &want, &got)
     }
 }
 
@@ -935,8 +910,14 @@ async fn rope_append_in<B: Backend>(b: &B, seed: u64, format: KvFormat) -> Check
     let want_k = rotated(&c.k, c.kv_heads);
     compare(op, format!("k {dims}"), bounds::ROPE, &want_k, &got_k)?;
     // The oracle reads what the cache holds: the keys as rotated here (checked above).
-    c.attention(b, (&qd, &got_q), &caches, (&got_k, format), op)
-        .await
+    c.attention(
+        b,
+        (&qd, &got_q),
+        &caches,
+        (&got_k, format),
+        (op, "attention after it, "),
+    )
+    .await
 }
 
 /// Qwen3's norms, rotation and KV append ([`Backend::rms_norm_rope_append`]), into an f32 and
@@ -1004,8 +985,14 @@ async fn rms_norm_rope_append_in<B: Backend>(b: &B, seed: u64, format: KvFormat)
         .iter()
         .map(|&v| v as f32)
         .collect();
-    c.attention(b, (&qd, &got_q), &caches, (&want_k, format), op)
-        .await
+    c.attention(
+        b,
+        (&qd, &got_q),
+        &caches,
+        (&want_k, format),
+        (op, "attention after it, "),
+    )
+    .await
 }
 
 /// Grouped-query attention, causal (odd seeds and decode) and bidirectional (the encoder's,

@@ -6,18 +6,14 @@ use super::kernels;
 use super::kernels::elementwise;
 use super::kernels::rows::Rows;
 use crate::backend::{
-    check, need_len, rms_norm_rope_append_unfused, rope_append_unfused, AttnShape, Backend,
-    DeltaShape, KvFormat, LogitFilter, MatmulInput, MatmulKernel, RopeShape, Selection,
+    check, need_len, AttnShape, Backend, DeltaShape, KvFormat, LogitFilter, MatmulInput,
+    MatmulKernel, RopeShape, Selection,
 };
 use crate::error::{shape_err, Result};
 use crate::quant::Q4Matrix;
 
-fn same(a: &wgpu::Buffer, b: &wgpu::Buffer) -> bool {
-    a == b
-}
-
 fn no_alias(op: &'static str, out: &GpuBuffer, inputs: &[&GpuBuffer]) -> Result<()> {
-    if inputs.iter().any(|i| same(&i.buf, &out.buf)) {
+    if inputs.iter().any(|i| i.buf == out.buf) {
         return Err(shape_err(op, "the output buffer is also an input"));
     }
     Ok(())
@@ -404,13 +400,7 @@ impl Backend for GpuContext {
     }
 
     fn alloc_kv(&self, label: &str, len: usize, format: KvFormat) -> Result<GpuKv> {
-        let words = match format {
-            KvFormat::F32 => len,
-            KvFormat::F16 => len.div_ceil(2),
-        };
-        let bytes = (words.max(1) * 4) as u64;
-        let buf = self.create_storage(label, bytes, wgpu::BufferUsages::empty())?;
-        Ok(GpuKv { buf, len, format })
+        self.kv_alloc(label, len, format)
     }
 
     fn write_kv(
@@ -421,25 +411,7 @@ impl Backend for GpuContext {
         dst_offset: usize,
         len: usize,
     ) -> Result<()> {
-        check::copy(src, src_offset, dst, dst_offset, len)?;
-        if same(&src.buf, &dst.buf) {
-            return Err(shape_err("write_kv", "the cache is also the source"));
-        }
-        let pair = [(&src.buf, &dst.buf)];
-        match dst.format {
-            KvFormat::F32 if !self.tuning.kv_dispatch => {
-                let bytes = |n: usize| (n * 4) as u64;
-                let (so, d) = (bytes(src_offset), bytes(dst_offset));
-                self.copy_buffer(&src.buf, so, &dst.buf, d, bytes(len));
-                Ok(())
-            }
-            KvFormat::F32 => {
-                kernels::elementwise::copy_range(self, &pair, (src_offset, dst_offset), len)
-            }
-            KvFormat::F16 => {
-                kernels::elementwise::kv_pack(self, &pair, (src_offset, dst_offset), len)
-            }
-        }
+        self.kv_write(&[(src, dst)], (src_offset, dst_offset), len)
     }
 
     fn write_kv_pair(
@@ -450,126 +422,33 @@ impl Backend for GpuContext {
         dst_offset: usize,
         len: usize,
     ) -> Result<()> {
-        let f32_transfers = k_cache.format == KvFormat::F32 && !self.tuning.kv_dispatch;
-        if f32_transfers || k_cache.format != v_cache.format {
-            self.write_kv(k, src_offset, k_cache, dst_offset, len)?;
-            return self.write_kv(v, src_offset, v_cache, dst_offset, len);
-        }
-        for dst in [k_cache, v_cache] {
-            for src in [k, v] {
-                check::copy(src, src_offset, dst, dst_offset, len)?;
-                if same(&src.buf, &dst.buf) {
-                    return Err(shape_err("write_kv_pair", "a cache is also a source"));
-                }
-            }
-        }
-        if same(&k_cache.buf, &v_cache.buf) {
-            return Err(shape_err(
-                "write_kv_pair",
-                "the K and V caches are one buffer",
-            ));
-        }
-        let pairs = [(&k.buf, &k_cache.buf), (&v.buf, &v_cache.buf)];
-        let offsets = (src_offset, dst_offset);
-        match k_cache.format {
-            KvFormat::F32 => kernels::elementwise::copy_range(self, &pairs, offsets, len),
-            KvFormat::F16 => kernels::elementwise::kv_pack(self, &pairs, offsets, len),
-        }
+        let pairs = [(k, k_cache), (v, v_cache)];
+        self.kv_write(&pairs, (src_offset, dst_offset), len)
     }
 
-    /// One dispatch (`rms_norm_rope_append.wgsl`) where the shapes allow it
-    /// ([`kernels::rows::norm_append_fits`]: Qwen3's) and the fusions are on; else the plain
-    /// ops. `scratch` is left unwritten by the one dispatch.
     fn rms_norm_rope_append(
         &self,
-        [q, k, v]: [&GpuBuffer; 3],
-        [wq, wk]: [&GpuBuffer; 2],
-        (eps, offset): (f32, f32),
+        qkv: [&GpuBuffer; 3],
+        weights: [&GpuBuffer; 2],
+        norm: (f32, f32),
         table: &GpuBuffer,
-        [qs, ks]: [RopeShape; 2],
+        shapes: [RopeShape; 2],
         scratch: [&GpuBuffer; 2],
-        [kc, vc]: [&GpuKv; 2],
+        caches: [&GpuKv; 2],
         dst: usize,
     ) -> Result<()> {
-        let fits = self.tuning.fuse
-            && kernels::rows::norm_append_fits(&qs, &ks, dst)
-            && kc.format == vc.format;
-        if !fits {
-            let (qkv, w, norm) = ([q, k, v], [wq, wk], (eps, offset));
-            let shapes = [qs, ks];
-            return rms_norm_rope_append_unfused(
-                self,
-                qkv,
-                w,
-                norm,
-                table,
-                shapes,
-                scratch,
-                [kc, vc],
-                dst,
-            );
-        }
-        check::rope_append([q, k, v], table, [qs, ks], [kc, vc], dst)?;
-        check::rms_norm(q, wq, q, qs.tokens * qs.heads, qs.head_dim)?;
-        check::rms_norm(k, wk, k, ks.tokens * ks.heads, ks.head_dim)?;
-        // The buffers written (the queries, the two caches) are bound once each.
-        let read = [&wq.buf, &table.buf, &k.buf, &wk.buf, &v.buf];
-        let written = [&q.buf, &kc.buf, &vc.buf];
-        for (i, w) in written.iter().enumerate() {
-            if written[i + 1..].iter().chain(&read).any(|o| same(w, o)) {
-                return Err(shape_err(
-                    "rms_norm_rope_append",
-                    "the queries and the two caches must be buffers of their own",
-                ));
-            }
-        }
-        let s = Rows {
-            rows: qs.tokens * qs.heads,
-            dim: qs.head_dim,
-            eps,
-            offset,
-        };
-        kernels::rows::rms_norm_rope_append(
-            self,
-            [&q.buf, &k.buf, &v.buf],
-            [&wq.buf, &wk.buf],
-            &table.buf,
-            [&kc.buf, &vc.buf],
-            kc.format,
-            s,
-            (qs, ks),
-            dst,
-        )
+        self.kv_norm_rope_append(qkv, weights, norm, table, shapes, scratch, caches, dst)
     }
 
-    /// One dispatch (`rope_append.wgsl`) where the shapes allow it ([`kernels::rope::append_fits`]:
-    /// every published model's) and the fusions are on; else the three plain ops.
     fn rope_append(
         &self,
-        [q, k, v]: [&GpuBuffer; 3],
+        qkv: [&GpuBuffer; 3],
         table: &GpuBuffer,
-        [qs, ks]: [RopeShape; 2],
-        [kc, vc]: [&GpuKv; 2],
+        shapes: [RopeShape; 2],
+        caches: [&GpuKv; 2],
         dst: usize,
     ) -> Result<()> {
-        let fits =
-            self.tuning.fuse && kernels::rope::append_fits(&qs, &ks, dst) && kc.format == vc.format;
-        if !fits {
-            return rope_append_unfused(self, [q, k, v], table, [qs, ks], [kc, vc], dst);
-        }
-        check::rope_append([q, k, v], table, [qs, ks], [kc, vc], dst)?;
-        let bufs = [&q.buf, &k.buf, &v.buf, &table.buf, &kc.buf, &vc.buf];
-        for (i, a) in bufs.iter().enumerate() {
-            if bufs[i + 1..].iter().any(|b| same(a, b)) {
-                return Err(shape_err(
-                    "rope_append",
-                    "q, k, v, the table and the two caches must be six buffers",
-                ));
-            }
-        }
-        let caches = [&kc.buf, &vc.buf];
-        let qkv = [&q.buf, &k.buf, &v.buf];
-        kernels::rope::dispatch_append(self, qkv, &table.buf, caches, kc.format, (qs, ks), dst)
+        self.kv_rope_append(qkv, table, shapes, caches, dst)
     }
 
     fn attention_kv(
@@ -580,25 +459,7 @@ impl Backend for GpuContext {
         out: &GpuBuffer,
         shape: AttnShape,
     ) -> Result<()> {
-        check::attention(q, k_cache, v_cache, out, shape)?;
-        if k_cache.format != v_cache.format {
-            return Err(shape_err(
-                "attention",
-                "the K and V caches are in different formats",
-            ));
-        }
-        if [&k_cache.buf, &v_cache.buf]
-            .iter()
-            .any(|c| same(c, &out.buf) || same(c, &q.buf))
-        {
-            return Err(shape_err(
-                "attention",
-                "a cache is also the query or the output",
-            ));
-        }
-        no_alias("attention", out, &[q])?;
-        let caches = [&k_cache.buf, &v_cache.buf];
-        kernels::attention::dispatch(self, &q.buf, caches, k_cache.format, &out.buf, shape)
+        self.kv_attention(q, [k_cache, v_cache], out, shape)
     }
 
     fn silu_mul(&self, gate: &GpuBuffer, up: &GpuBuffer, out: &GpuBuffer, n: usize) -> Result<()> {
