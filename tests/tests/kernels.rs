@@ -230,6 +230,7 @@ fn decode_attention_every_tile_size() {
         Ok(c) => c,
         Err(e) => panic!("no GPU adapter: {e}"),
     };
+    ctx.tuning.decode_lanes = 0;
     for (wg, groups) in [(8, 1024), (32, 2), (64, 1), (128, 1024), (256, 3)] {
         ctx.tuning.decode_wg = wg;
         ctx.tuning.attn_groups = groups;
@@ -238,6 +239,41 @@ fn decode_attention_every_tile_size() {
             let kv = ctx.tuning.kv_dispatch;
             let who = format!(
                 "{} decode WG={wg} target groups={groups} kv_dispatch={kv}",
+                ctx.describe()
+            );
+            report(&who, seed, pollster::block_on(suite::attention(&ctx, seed)));
+            report(
+                &who,
+                seed,
+                pollster::block_on(suite::attention_kv(&ctx, seed)),
+            );
+        }
+    }
+}
+
+#[test]
+fn decode_attention_lanes_every_range() {
+    // CPU rasterisers take the lanes kernel (one lane per query head and key range, R ranges a
+    // workgroup): ranges of one key up to ranges past the context, a range count that is not
+    // a multiple of R (the last workgroup's spare lanes write nothing), one lane a workgroup
+    // up to 32, over f32 and f16 caches with head_dim a multiple of 8 and of 4 only.
+    let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
+        Ok(c) => c,
+        Err(e) => panic!("no GPU adapter: {e}"),
+    };
+    for (keys, width, groups) in [
+        (1, 8, 1024),
+        (7, 3, 1024),
+        (256, 8, 1024),
+        (16, 32, 5),
+        (64, 1, 2),
+    ] {
+        ctx.tuning.decode_lanes = keys;
+        ctx.tuning.lanes_width = width;
+        ctx.tuning.attn_groups = groups;
+        for seed in SEEDS {
+            let who = format!(
+                "{} lanes: {keys} keys a range, {width} lanes, target groups {groups}",
                 ctx.describe()
             );
             report(&who, seed, pollster::block_on(suite::attention(&ctx, seed)));

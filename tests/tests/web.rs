@@ -87,7 +87,7 @@ on_both!(
 );
 
 /// A hardware GPU's tuning in the page (the word GEMV with its fused forms, 16 threads a row,
-/// KV appends inside the pass), which SwiftShader's own tuning never takes: the browser's
+/// KV appends inside the pass, the tiled decode attention), which SwiftShader's own tuning never takes: the browser's
 /// WebGPU validates bindings more strictly than wgpu natively (one buffer bound writable
 /// twice in a dispatch is refused), so the kernels a page on a real GPU runs are run here.
 #[wasm_bindgen_test]
@@ -100,7 +100,8 @@ async fn gpu_tuning_kernels() {
         g.tuning.gemv_groups,
         g.tuning.gemv_tpr,
         g.tuning.kv_dispatch,
-    ) = (false, 16, true);
+        g.tuning.decode_lanes,
+    ) = (false, 16, true, 0);
     let who = format!("{} with a GPU's tuning", g.describe());
     for seed in SEEDS {
         report(&who, seed, suite::q4_fused(&g, seed).await);

@@ -30,6 +30,13 @@ pub struct Tuning {
     /// Workgroup size (= keys per tile) of decode attention for head_dim a multiple of 4
     /// (`attention_decode.wgsl`); 0: such shapes take the split kernel for any head_dim.
     pub decode_wg: u32,
+    /// Decode attention through `attention_lanes.wgsl` (one lane per query head and key range,
+    /// no workgroup memory: CPU rasterisers), with key ranges of at least this many keys; 0:
+    /// the tiled kernels (GPUs).
+    pub decode_lanes: u32,
+    /// Lanes of one `attention_lanes.wgsl` workgroup, at most (the rasteriser's SIMD width):
+    /// as many key ranges as fit beside a KV head's query heads.
+    pub lanes_width: u32,
     /// Workgroups decode attention aims to fill the device with (key ranges per KV head and
     /// query token: this over their count, at least one tile each).
     pub attn_groups: u32,
@@ -73,6 +80,8 @@ impl Tuning {
                 "attn_wg" => self.attn_wg = v,
                 "decode_wg" => self.decode_wg = v,
                 "attn_groups" => self.attn_groups = v,
+                "decode_lanes" => self.decode_lanes = v,
+                "lanes_width" => self.lanes_width = v,
                 "elem_wg" => self.elem_wg = v,
                 "kv_dispatch" => self.kv_dispatch = v != 0,
                 "fuse" => self.fuse = v != 0,
@@ -88,12 +97,13 @@ impl Tuning {
             || !matches!(t.gemv_unroll, 1 | 4)
             || !(1..=3).contains(&t.gemv_parts)
             || t.attn_groups == 0
+            || !(1..=256).contains(&t.lanes_width)
         {
             return Err(EngineError::Gpu(format!(
                 "{var}: workgroup sizes and threads per row must be powers of two up to 256 \
                  (threads per row up to the GEMV's workgroup; decode_wg 0 or one), the GEMV's \
-                 unroll 1 or 4, its matrices per dispatch 1 to 3 and attention's workgroups \
-                 positive: {t:?}"
+                 unroll 1 or 4, its matrices per dispatch 1 to 3, attention's workgroups \
+                 positive and its lanes 1 to 256: {t:?}"
             )));
         }
         Ok(self)
@@ -111,6 +121,8 @@ impl Tuning {
             reduce_wg: if cpu { 64 } else { 128 },
             attn_wg: 64,
             decode_wg: if cpu { 64 } else { 128 },
+            decode_lanes: if cpu { 64 } else { 0 },
+            lanes_width: 8,
             attn_groups: 1024,
             elem_wg: 64,
             kv_dispatch: !cpu,

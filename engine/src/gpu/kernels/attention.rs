@@ -48,6 +48,16 @@ fn kernels(format: KvFormat) -> [&'static Shader; 3] {
 /// Query tokens up to which the split (flash-decoding) kernels run: decode and short batches.
 const SPLIT_MAX_TOKENS: usize = 8;
 
+/// Whether `attention_lanes.wgsl` takes this shape: few query tokens, head_dim a multiple of 4
+/// up to [`super::attention_lanes::MAX_HEAD_DIM`], at most 8 query heads per KV head.
+fn lanes_fit(s: &AttnShape) -> bool {
+    let g = s.heads / s.kv_heads.max(1);
+    s.tokens <= SPLIT_MAX_TOKENS
+        && s.head_dim.is_multiple_of(4)
+        && s.head_dim <= super::attention_lanes::MAX_HEAD_DIM
+        && (1..=8).contains(&g)
+}
+
 /// Uniform parameters of `attention.wgsl` and `attention_split.wgsl` (the one-pass kernel
 /// ignores the key ranges).
 #[repr(C)]
@@ -144,12 +154,20 @@ pub(crate) fn dispatch(
         ));
     }
     let [one_pass, decode, split] = kernels(format);
+    let g = (s.heads / s.kv_heads.max(1)) as u32;
+    let lanes = ctx.tuning.decode_lanes;
+    if lanes > 0 && lanes_fit(&s) {
+        // R key ranges of G lanes a workgroup, within one SIMD vector of the rasteriser.
+        let r = (ctx.tuning.lanes_width / g).max(1);
+        let kernel = super::attention_lanes::shader(format, s.head_dim);
+        return dispatch_split(ctx, q, k, v, out, s, Pass1::Lanes(kernel, lanes, g, r));
+    }
     let dwg = ctx.tuning.decode_wg;
     if decode_fits(&s, dwg as usize) {
-        return dispatch_split(ctx, q, k, v, out, s, (decode, dwg, true));
+        return dispatch_split(ctx, q, k, v, out, s, Pass1::Tiled(decode, dwg, true));
     }
     if split_fits(&s, wg as usize) {
-        return dispatch_split(ctx, q, k, v, out, s, (split, wg, false));
+        return dispatch_split(ctx, q, k, v, out, s, Pass1::Tiled(split, wg, false));
     }
     let p = Params::new(&s, 0, 0);
     ctx.dispatch(
@@ -161,6 +179,14 @@ pub(crate) fn dispatch(
     )
 }
 
+/// The first pass of flash-decoding: a tiled kernel (`attention_decode.wgsl` with `by4`, else
+/// `attention_split.wgsl`) with its keys per tile, or `attention_lanes.wgsl` with its fewest
+/// keys per range, G query heads per KV head and R ranges a workgroup.
+enum Pass1<'a> {
+    Tiled(&'a Shader, u32, bool),
+    Lanes(&'a Shader, u32, u32, u32),
+}
+
 fn dispatch_split(
     ctx: &GpuContext,
     q: &wgpu::Buffer,
@@ -168,11 +194,15 @@ fn dispatch_split(
     v: &wgpu::Buffer,
     out: &wgpu::Buffer,
     s: AttnShape,
-    (kernel, wg, by4): (&Shader, u32, bool),
+    pass1: Pass1,
 ) -> Result<()> {
     let keys = s.pos0 + s.tokens;
     let target = ctx.tuning.attn_groups as usize;
-    let (split, n_splits) = split_plan(keys, (s.kv_heads, s.tokens), wg as usize, target);
+    let grain = match pass1 {
+        Pass1::Tiled(_, wg, _) => wg,
+        Pass1::Lanes(_, keys, _, _) => keys,
+    };
+    let (split, n_splits) = split_plan(keys, (s.kv_heads, s.tokens), grain as usize, target);
     let rows = s.tokens * s.heads;
     let (ml_label, acc_label) = ("attention partial (m, l)", "attention partial outputs");
     let ml = ctx.take_scratch(ml_label, (rows * n_splits * 8) as u64)?;
@@ -180,14 +210,20 @@ fn dispatch_split(
     let p = Params::new(&s, split, n_splits);
     let g = (s.heads / s.kv_heads) as u32;
     let d4 = (s.head_dim / 4) as u32;
-    let consts = [("WG", wg), ("G", g), ("D4", d4)];
-    ctx.dispatch(
-        kernel,
-        if by4 { &consts } else { &consts[..2] },
-        bytemuck::bytes_of(&p),
-        &[q, k, v, &ml, &acc],
-        [s.kv_heads as u32, n_splits as u32, s.tokens as u32],
-    )?;
+    let bindings = [q, k, v, &ml, &acc];
+    let params = bytemuck::bytes_of(&p);
+    let (kv_heads, n, tokens) = (s.kv_heads as u32, n_splits as u32, s.tokens as u32);
+    match pass1 {
+        Pass1::Tiled(kernel, wg, by4) => {
+            let consts = [("WG", wg), ("G", g), ("D4", d4)];
+            let consts = if by4 { &consts[..] } else { &consts[..2] };
+            ctx.dispatch(kernel, consts, params, &bindings, [kv_heads, n, tokens])?;
+        }
+        Pass1::Lanes(kernel, _, g, r) => {
+            let grid = [kv_heads, n.div_ceil(r), tokens];
+            ctx.dispatch(kernel, &[("G", g), ("R", r)], params, &bindings, grid)?;
+        }
+    }
     let mp = MergeParams {
         rows: rows as u32,
         head_dim: s.head_dim as u32,

@@ -4,6 +4,7 @@
 //! lives in the `cpu` module, and the tests crate checks both against f64 oracles.
 
 pub mod attention;
+pub mod attention_lanes;
 pub mod conv1d;
 pub mod delta_rule;
 pub mod elementwise;
