@@ -211,6 +211,7 @@ fn fused_kernels_pass_the_adapters_own_check() {
     for (groups, tpr) in [(true, 1), (false, 32), (false, 8)] {
         ctx.tuning.gemv_groups = groups;
         ctx.tuning.gemv_tpr = tpr;
+        ctx.tuning.gemv_wg = if groups { 16 } else { 64 };
         let why = pollster::block_on(ctx.verify_fused()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(why, None, "groups={groups} TPR={tpr}");
         assert!(
@@ -298,15 +299,33 @@ fn gemv_every_threads_per_row() {
         Ok(c) => c,
         Err(e) => panic!("no GPU adapter: {e}"),
     };
-    for (groups, unroll) in [(false, 1), (false, 4), (true, 1)] {
-        for tpr in [1, 2, 8, 16, 32, 64] {
+    // The group kernel with one thread per row also takes 2 and 4 rows per lane (rasterisers).
+    let variants = [
+        (false, 1, 1),
+        (false, 4, 1),
+        (true, 1, 1),
+        (true, 1, 2),
+        (true, 1, 4),
+    ];
+    for (groups, unroll, rpl) in variants {
+        let tprs: &[u32] = if rpl > 1 {
+            &[1]
+        } else {
+            &[1, 2, 8, 16, 32, 64]
+        };
+        for &tpr in tprs {
             ctx.tuning.gemv_tpr = tpr;
             ctx.tuning.gemv_groups = groups;
             ctx.tuning.gemv_unroll = unroll;
+            ctx.tuning.gemv_rpl = rpl;
+            // Up to 64 threads a row need a workgroup as wide; rows per lane run 16 lanes wide,
+            // as the rasterisers' tuning does.
+            ctx.tuning.gemv_wg = if rpl > 1 { 16 } else { 64 };
             for seed in SEEDS {
                 let who = format!(
-                    "{} TPR={tpr} groups={groups} unroll={unroll}",
-                    ctx.describe()
+                    "{} TPR={tpr} groups={groups} unroll={unroll} rows per lane={rpl} WG={}",
+                    ctx.describe(),
+                    ctx.tuning.gemv_wg
                 );
                 report(&who, seed, pollster::block_on(suite::q4_gemv(&ctx, seed)));
                 report(&who, seed, pollster::block_on(suite::q4_fused(&ctx, seed)));
@@ -317,7 +336,11 @@ fn gemv_every_threads_per_row() {
             }
         }
     }
-    (ctx.tuning.gemv_groups, ctx.tuning.gemv_tpr) = (false, 32);
+    (
+        ctx.tuning.gemv_groups,
+        ctx.tuning.gemv_tpr,
+        ctx.tuning.gemv_wg,
+    ) = (false, 32, 64);
     for (parts, norm) in [(1, true), (2, false)] {
         ctx.tuning.gemv_parts = parts;
         ctx.tuning.norm_gemv = norm;

@@ -99,9 +99,10 @@ async fn gpu_tuning_kernels() {
     (
         g.tuning.gemv_groups,
         g.tuning.gemv_tpr,
+        g.tuning.gemv_wg,
         g.tuning.kv_dispatch,
         g.tuning.decode_lanes,
-    ) = (false, 16, true, 0);
+    ) = (false, 16, 64, true, 0);
     let who = format!("{} with a GPU's tuning", g.describe());
     for seed in SEEDS {
         report(&who, seed, suite::q4_fused(&g, seed).await);

@@ -14,6 +14,10 @@ pub struct Tuning {
     /// The 4-bit GEMV reads a 32-weight group (16 bytes) per lane and step (CPU rasterisers),
     /// not one word.
     pub gemv_groups: bool,
+    /// Rows one lane of the group-per-step GEMV takes (1, 2 or 4; more than 1 only with one
+    /// thread per row): the group's activations, a lane's own loads on a rasteriser, are read
+    /// once for them all.
+    pub gemv_rpl: u32,
     /// Steps of the word-per-lane GEMV (`q4_gemv.wgsl`) whose loads are issued together
     /// before their arithmetic: 1 or 4.
     pub gemv_unroll: u32,
@@ -73,6 +77,7 @@ impl Tuning {
                 "gemv_wg" => self.gemv_wg = v,
                 "gemv_tpr" => self.gemv_tpr = v,
                 "gemv_groups" => self.gemv_groups = v != 0,
+                "gemv_rpl" => self.gemv_rpl = v,
                 "gemv_unroll" => self.gemv_unroll = v,
                 "gemv_parts" => self.gemv_parts = v,
                 "norm_gemv" => self.norm_gemv = v != 0,
@@ -98,12 +103,13 @@ impl Tuning {
             || !(1..=3).contains(&t.gemv_parts)
             || t.attn_groups == 0
             || !(1..=256).contains(&t.lanes_width)
+            || !matches!(t.gemv_rpl, 1 | 2 | 4)
         {
             return Err(EngineError::Gpu(format!(
                 "{var}: workgroup sizes and threads per row must be powers of two up to 256 \
                  (threads per row up to the GEMV's workgroup; decode_wg 0 or one), the GEMV's \
                  unroll 1 or 4, its matrices per dispatch 1 to 3, attention's workgroups \
-                 positive and its lanes 1 to 256: {t:?}"
+                 positive and its lanes 1 to 256, the GEMV's rows per lane 1, 2 or 4: {t:?}"
             )));
         }
         Ok(self)
@@ -112,9 +118,12 @@ impl Tuning {
     pub(super) fn for_adapter(info: &wgpu::AdapterInfo) -> Tuning {
         let cpu = matches!(info.device_type, wgpu::DeviceType::Cpu);
         Tuning {
-            gemv_wg: 64,
+            // Rasterisers: 16 lanes × 4 rows a workgroup, so a 192-row matrix still spreads
+            // over several workgroups (threads).
+            gemv_wg: if cpu { 16 } else { 64 },
             gemv_tpr: if cpu { 1 } else { 16 },
             gemv_groups: cpu,
+            gemv_rpl: if cpu { 4 } else { 1 },
             gemv_unroll: 4,
             gemv_parts: 3,
             norm_gemv: true,
