@@ -236,19 +236,24 @@ fn decode_attention_every_tile_size() {
         ctx.tuning.decode_wg = wg;
         ctx.tuning.attn_groups = groups;
         ctx.tuning.kv_dispatch = wg >= 64;
-        for seed in SEEDS {
-            let kv = ctx.tuning.kv_dispatch;
-            let who = format!(
-                "{} decode WG={wg} target groups={groups} kv_dispatch={kv}",
-                ctx.describe()
-            );
-            report(&who, seed, pollster::block_on(suite::attention(&ctx, seed)));
-            report(
-                &who,
-                seed,
-                pollster::block_on(suite::attention_kv(&ctx, seed)),
-            );
-        }
+        let kv = ctx.tuning.kv_dispatch;
+        let who = format!(
+            "{} decode WG={wg} target groups={groups} kv_dispatch={kv}",
+            ctx.describe()
+        );
+        attention_suites(&ctx, &who);
+    }
+}
+
+/// The kernel suite's attention checks (over given caches, and over KV caches) on every seed.
+fn attention_suites(ctx: &GpuContext, who: &str) {
+    for seed in SEEDS {
+        report(who, seed, pollster::block_on(suite::attention(ctx, seed)));
+        report(
+            who,
+            seed,
+            pollster::block_on(suite::attention_kv(ctx, seed)),
+        );
     }
 }
 
@@ -272,18 +277,11 @@ fn decode_attention_lanes_every_range() {
         ctx.tuning.decode_lanes = keys;
         ctx.tuning.lanes_width = width;
         ctx.tuning.attn_groups = groups;
-        for seed in SEEDS {
-            let who = format!(
-                "{} lanes: {keys} keys a range, {width} lanes, target groups {groups}",
-                ctx.describe()
-            );
-            report(&who, seed, pollster::block_on(suite::attention(&ctx, seed)));
-            report(
-                &who,
-                seed,
-                pollster::block_on(suite::attention_kv(&ctx, seed)),
-            );
-        }
+        let who = format!(
+            "{} lanes: {keys} keys a range, {width} lanes, target groups {groups}",
+            ctx.describe()
+        );
+        attention_suites(&ctx, &who);
     }
 }
 

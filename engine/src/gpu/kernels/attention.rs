@@ -154,13 +154,10 @@ pub(crate) fn dispatch(
         ));
     }
     let [one_pass, decode, split] = kernels(format);
-    let g = (s.heads / s.kv_heads.max(1)) as u32;
     let lanes = ctx.tuning.decode_lanes;
     if lanes > 0 && lanes_fit(&s) {
-        // R key ranges of G lanes a workgroup, within one SIMD vector of the rasteriser.
-        let r = (ctx.tuning.lanes_width / g).max(1);
         let kernel = super::attention_lanes::shader(format, s.head_dim);
-        return dispatch_split(ctx, q, k, v, out, s, Pass1::Lanes(kernel, lanes, g, r));
+        return dispatch_split(ctx, q, k, v, out, s, Pass1::Lanes(kernel, lanes));
     }
     let dwg = ctx.tuning.decode_wg;
     if decode_fits(&s, dwg as usize) {
@@ -181,10 +178,10 @@ pub(crate) fn dispatch(
 
 /// The first pass of flash-decoding: a tiled kernel (`attention_decode.wgsl` with `by4`, else
 /// `attention_split.wgsl`) with its keys per tile, or `attention_lanes.wgsl` with its fewest
-/// keys per range, G query heads per KV head and R ranges a workgroup.
+/// keys per range.
 enum Pass1<'a> {
     Tiled(&'a Shader, u32, bool),
-    Lanes(&'a Shader, u32, u32, u32),
+    Lanes(&'a Shader, u32),
 }
 
 fn dispatch_split(
@@ -200,7 +197,7 @@ fn dispatch_split(
     let target = ctx.tuning.attn_groups as usize;
     let grain = match pass1 {
         Pass1::Tiled(_, wg, _) => wg,
-        Pass1::Lanes(_, keys, _, _) => keys,
+        Pass1::Lanes(_, keys) => keys,
     };
     let (split, n_splits) = split_plan(keys, (s.kv_heads, s.tokens), grain as usize, target);
     let rows = s.tokens * s.heads;
@@ -219,7 +216,9 @@ fn dispatch_split(
             let consts = if by4 { &consts[..] } else { &consts[..2] };
             ctx.dispatch(kernel, consts, params, &bindings, [kv_heads, n, tokens])?;
         }
-        Pass1::Lanes(kernel, _, g, r) => {
+        Pass1::Lanes(kernel, _) => {
+            // R key ranges of G lanes a workgroup, within one SIMD vector of the rasteriser.
+            let r = (ctx.tuning.lanes_width / g).max(1);
             let grid = [kv_heads, n.div_ceil(r), tokens];
             ctx.dispatch(kernel, &[("G", g), ("R", r)], params, &bindings, grid)?;
         }

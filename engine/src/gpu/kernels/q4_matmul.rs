@@ -156,20 +156,23 @@ pub(crate) fn dispatch_with(
                 ));
             }
             let acc = u32::from(matches!(epilogue, Epilogue::Add));
-            let consts = [("WG", t.gemv_wg), ("TPR", t.gemv_tpr), ("ACC", acc)];
-            // Several rows a lane: the group kernel with one thread per row.
-            let rpl = if std::ptr::eq(gemv, &GEMV_GROUPS) && t.gemv_tpr == 1 {
+            // Several rows a lane: the group kernel with one thread per row (q8_gemv has no RPL).
+            let groups = std::ptr::eq(gemv, &GEMV_GROUPS);
+            let rpl = if groups && t.gemv_tpr == 1 {
                 t.gemv_rpl
             } else {
                 1
             };
+            let consts = [
+                ("WG", t.gemv_wg),
+                ("TPR", t.gemv_tpr),
+                ("ACC", acc),
+                ("RPL", rpl),
+            ];
+            let consts = if groups { &consts[..] } else { &consts[..3] };
             let mut g = groups_for(w.rows, t.gemv_wg / t.gemv_tpr * rpl);
             g[2] = m as u32;
-            if rpl > 1 {
-                let consts = [consts[0], consts[1], consts[2], ("RPL", rpl)];
-                return ctx.dispatch(gemv, &consts, p, &buffers, g);
-            }
-            ctx.dispatch(gemv, &consts, p, &buffers, g)
+            ctx.dispatch(gemv, consts, p, &buffers, g)
         }
         MatmulKernel::Gemm => {
             if !matches!(epilogue, Epilogue::Store) {
