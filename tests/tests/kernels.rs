@@ -297,13 +297,14 @@ fn gemv_every_threads_per_row() {
         Ok(c) => c,
         Err(e) => panic!("no GPU adapter: {e}"),
     };
-    // The group kernel with one thread per row also takes 2 and 4 rows per lane (rasterisers).
+    // The group kernel with one thread per row also takes 2, 4 and 8 rows per lane (rasterisers).
     let variants = [
         (false, 1, 1),
         (false, 4, 1),
         (true, 1, 1),
         (true, 1, 2),
         (true, 1, 4),
+        (true, 1, 8),
     ];
     for (groups, unroll, rpl) in variants {
         let tprs: &[u32] = if rpl > 1 {

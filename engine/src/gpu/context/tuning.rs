@@ -14,7 +14,7 @@ pub struct Tuning {
     /// The 4-bit GEMV reads a 32-weight group (16 bytes) per lane and step (CPU rasterisers),
     /// not one word.
     pub gemv_groups: bool,
-    /// Rows one lane of the group-per-step GEMV takes (1, 2 or 4; more than 1 only with one
+    /// Rows one lane of the group-per-step GEMV takes (1, 2, 4 or 8; more than 1 only with one
     /// thread per row): the group's activations, a lane's own loads on a rasteriser, are read
     /// once for them all.
     pub gemv_rpl: u32,
@@ -65,13 +65,23 @@ pub const TUNING_ENV: &str = "LOREKEEPER_GPU_TUNING";
 impl Tuning {
     /// This tuning with the overrides that `var` names in the environment, if set. An
     /// unknown field or a value that is not a number is an error naming it.
-    pub(super) fn overridden(mut self, var: &str) -> Result<Tuning> {
-        let Ok(list) = std::env::var(var) else {
-            return Ok(self);
-        };
+    pub(super) fn overridden(self, var: &str) -> Result<Tuning> {
+        match std::env::var(var) {
+            Ok(list) => self.with_overrides(var, &list),
+            Err(_) => Ok(self),
+        }
+    }
+
+    /// This tuning with the overrides of `list`, `field=value` (or `field:value`, as a web
+    /// address's query carries them) items separated by commas, from `source` (named in
+    /// errors: an unknown field, a value that is not a number, a tuning out of range).
+    pub fn with_overrides(mut self, source: &str, list: &str) -> Result<Tuning> {
+        let var = source;
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let bad = |what: &str| EngineError::Gpu(format!("{var}: {what} in '{item}'"));
-            let (field, value) = item.split_once('=').ok_or_else(|| bad("no '='"))?;
+            let (field, value) = item
+                .split_once(['=', ':'])
+                .ok_or_else(|| bad("no '=' or ':'"))?;
             let v: u32 = value.trim().parse().map_err(|_| bad("not a number"))?;
             match field.trim() {
                 "gemv_wg" => self.gemv_wg = v,
@@ -103,13 +113,13 @@ impl Tuning {
             || !(1..=3).contains(&t.gemv_parts)
             || t.attn_groups == 0
             || !(1..=256).contains(&t.lanes_width)
-            || !matches!(t.gemv_rpl, 1 | 2 | 4)
+            || !matches!(t.gemv_rpl, 1 | 2 | 4 | 8)
         {
             return Err(EngineError::Gpu(format!(
                 "{var}: workgroup sizes and threads per row must be powers of two up to 256 \
                  (threads per row up to the GEMV's workgroup; decode_wg 0 or one), the GEMV's \
                  unroll 1 or 4, its matrices per dispatch 1 to 3, attention's workgroups \
-                 positive and its lanes 1 to 256, the GEMV's rows per lane 1, 2 or 4: {t:?}"
+                 positive and its lanes 1 to 256, the GEMV's rows per lane 1, 2, 4 or 8: {t:?}"
             )));
         }
         Ok(self)
@@ -120,10 +130,10 @@ impl Tuning {
         Tuning {
             // Rasterisers: 16 lanes × 4 rows a workgroup, so a 192-row matrix still spreads
             // over several workgroups (threads).
-            gemv_wg: if cpu { 16 } else { 64 },
+            gemv_wg: if cpu { 8 } else { 64 },
             gemv_tpr: if cpu { 1 } else { 16 },
             gemv_groups: cpu,
-            gemv_rpl: if cpu { 4 } else { 1 },
+            gemv_rpl: if cpu { 8 } else { 1 },
             gemv_unroll: 4,
             gemv_parts: 3,
             norm_gemv: true,
@@ -138,5 +148,34 @@ impl Tuning {
             fuse: true,
             kv_f16: true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rasteriser() -> Tuning {
+        Tuning::for_adapter(&wgpu::AdapterInfo::new(
+            wgpu::DeviceType::Cpu,
+            wgpu::Backend::Vulkan,
+        ))
+    }
+
+    #[test]
+    fn overrides_take_either_separator_and_name_what_is_wrong() {
+        let t = rasteriser()
+            .with_overrides("?gpu_tuning", "gemv_rpl:2, gemv_wg=32,decode_lanes:0")
+            .expect("valid overrides");
+        assert_eq!((t.gemv_rpl, t.gemv_wg, t.decode_lanes), (2, 32, 0));
+        let bad = |list: &str| match rasteriser().with_overrides("?gpu_tuning", list) {
+            Err(e) => e.to_string(),
+            Ok(t) => panic!("{list} was accepted: {t:?}"),
+        };
+        assert!(bad("gemv_speed:3").contains("unknown field in 'gemv_speed:3'"));
+        assert!(bad("gemv_rpl:two").contains("not a number"));
+        assert!(bad("gemv_rpl").contains("no '=' or ':'"));
+        assert!(bad("gemv_rpl:3").contains("rows per lane 1, 2, 4 or 8"));
+        assert!(bad("gemv_wg:48").contains("?gpu_tuning"));
     }
 }

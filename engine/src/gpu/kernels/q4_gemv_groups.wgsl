@@ -1,35 +1,56 @@
-// 4-bit (LQ4 or lq4h; q8_0 has q8_gemv.wgsl) matrix-vector product for decode: out[m][n] = sum_k x[m][k] * W[n][k].
-// Layouts and dequantization: engine/src/quant.rs. Per group g of row n:
+// Block-quantized (LQ4, lq4h, or with Q8 q8_0) matrix-vector product for decode:
+// out[m][n] = sum_k x[m][k] * W[n][k]. Layouts and dequantization: engine/src/quant.rs. Per
+// group g of row n:
 //   sum_i x_i * (d*sc*q_i - dmin*mn) = d*sc * dot(x, q) - dmin*mn * sum(x)
 // so d and dmin factor out of the row sum and each group costs one dot and one sum. For lq4h
-// (p.kind = 1) a group's (sc, mn) is its f16 (s, m) pair and d = dmin = 1.
-// The variant for CPU rasterisers (lavapipe, SwiftShader; GPUs run q4_gemv.wgsl): TPR threads
-// cooperate on one row (TPR = 1 there: one row per lane), one 32-weight group per step, its
-// codes one vec4<u32> (a 16-byte load: a rasteriser's per-lane gathers cost per load, not per
-// byte, so this reads 4x the bytes per gather of the one-word-per-step kernel). With TPR = 1 a
-// lane takes RPL rows (WG/TPR rows apart): the 32 activations of a group, eight loads of a
-// lane's own on a rasteriser, are loaded once for RPL rows. (WG/TPR)·RPL rows per workgroup.
+// (p.kind = 1) and q8_0 (p.kind = 2) a group's (sc, mn) is its f16 (s, m) pair and
+// d = dmin = 1.
+// The variant for CPU rasterisers (lavapipe, SwiftShader; GPUs run q4_gemv.wgsl and
+// q8_gemv.wgsl): TPR threads cooperate on one row (TPR = 1 there: one row per lane), one
+// 32-weight group per step, its codes one vec4<u32> (two for q8_0): 16-byte loads, since a
+// rasteriser's per-lane gathers cost per load more than per byte. With TPR = 1 a lane takes RPL
+// rows (WG/TPR rows apart): the 32 activations of a group, eight loads of a lane's own on a
+// rasteriser, are loaded once for RPL rows. (WG/TPR)·RPL rows per workgroup.
 // Prelude: gemv_common.wgsl.
 
-override RPL: u32 = 1u;  // rows per lane: 1, 2 or 4 (more than 1 only with TPR = 1)
+override RPL: u32 = 1u;  // rows per lane: 1, 2, 4 or 8 (more than 1 only with TPR = 1)
+override Q8: bool = false;  // q8_0 weights (p.kind = 2): 8 code words a group, not 4
 
-@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;  // LQ4 words of W[n][k], 4 per group
+@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;  // words of W[n][k], 4 (q8_0: 8) per group
 
 // Word `i` of `w` (the scale sections are not 16-byte aligned).
 fn word(i: u32) -> u32 {
     return w[i / 4u][i % 4u];
 }
 
-// dot(x[8j .. 8j + 8], codes of word v): word j of a group holds elements 8j .. 8j + 7.
+// Activation scales that undo a nibble's place: code j of four, masked in place, is 16^j q_j.
+const PLACE = vec4<f32>(1.0, 1.0 / 16.0, 1.0 / 256.0, 1.0 / 4096.0);
+
+// dot(x[8j .. 8j + 8], codes of word v), the activations scaled by PLACE: word j of a group
+// holds elements 8j .. 8j + 7. Each code is masked in its place, not shifted down (exact: the
+// powers of two only move exponents).
 fn dot8(v: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
-    return dot(nib(v), xa) + dot(nib(v >> 16u), xb);
+    let m = vec4<u32>(0xFu, 0xF0u, 0xF00u, 0xF000u);
+    let lo = vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(v) & m));
+    let hi = vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(v >> 16u) & m));
+    return dot(lo, xa) + dot(hi, xb);
 }
 
 // Group `gi` of row `row` against the group's activations: (sc * dot(x, q), mn * sum(x)).
 fn group_terms(row: u32, gi: u32, groups: u32, xs: array<vec4<f32>, 8>, sum: f32) -> vec2<f32> {
     let g = row * groups + gi;
-    let q = w[g];
     let sc = group_scales(p.sm_off, g);
+    if (Q8) {
+        // q8_0: row n's codes are words n*K/4.., so group g's eight are vec4s 2g and 2g + 1;
+        // word j holds elements 4j .. 4j + 3.
+        let a = w[2u * g];
+        let b = w[2u * g + 1u];
+        let d = dot(codes(a.x), xs[0]) + dot(codes(a.y), xs[1]) + dot(codes(a.z), xs[2])
+            + dot(codes(a.w), xs[3]) + dot(codes(b.x), xs[4]) + dot(codes(b.y), xs[5])
+            + dot(codes(b.z), xs[6]) + dot(codes(b.w), xs[7]);
+        return vec2<f32>(sc.x * d, sc.y * sum);
+    }
+    let q = w[g];
     let d = dot8(q.x, xs[0], xs[1]) + dot8(q.y, xs[2], xs[3]) + dot8(q.z, xs[4], xs[5])
         + dot8(q.w, xs[6], xs[7]);
     return vec2<f32>(sc.x * d, sc.y * sum);
@@ -51,22 +72,36 @@ fn main(
     let r1 = min(row0 + per, last);
     let r2 = min(row0 + 2u * per, last);
     let r3 = min(row0 + 3u * per, last);
+    let r4 = min(row0 + 4u * per, last);
+    let r5 = min(row0 + 5u * per, last);
+    let r6 = min(row0 + 6u * per, last);
+    let r7 = min(row0 + 7u * per, last);
 
     // (sum_g sc_g * dot(x_g, q_g), sum_g mn_g * sum(x_g)) per row, in registers.
     var a0 = vec2<f32>(0.0);
     var a1 = vec2<f32>(0.0);
     var a2 = vec2<f32>(0.0);
     var a3 = vec2<f32>(0.0);
+    var a4 = vec2<f32>(0.0);
+    var a5 = vec2<f32>(0.0);
+    var a6 = vec2<f32>(0.0);
+    var a7 = vec2<f32>(0.0);
     if (row0 < p.n) {
         let xbase = mi * (p.k / 4u);
         for (var gi = lane; gi < groups; gi += TPR) {
             let xb = xbase + 8u * gi;
-            let xs = array<vec4<f32>, 8>(
+            var xs = array<vec4<f32>, 8>(
                 x[xb], x[xb + 1u], x[xb + 2u], x[xb + 3u],
                 x[xb + 4u], x[xb + 5u], x[xb + 6u], x[xb + 7u],
             );
             let s4 = (xs[0] + xs[1]) + (xs[2] + xs[3]) + (xs[4] + xs[5]) + (xs[6] + xs[7]);
             let sum = s4.x + s4.y + s4.z + s4.w;
+            if (!Q8) {
+                xs = array<vec4<f32>, 8>(
+                    xs[0] * PLACE, xs[1] * PLACE, xs[2] * PLACE, xs[3] * PLACE,
+                    xs[4] * PLACE, xs[5] * PLACE, xs[6] * PLACE, xs[7] * PLACE,
+                );
+            }
             a0 += group_terms(row0, gi, groups, xs, sum);
             if (RPL > 1u) {
                 a1 += group_terms(r1, gi, groups, xs, sum);
@@ -75,6 +110,12 @@ fn main(
                 a2 += group_terms(r2, gi, groups, xs, sum);
                 a3 += group_terms(r3, gi, groups, xs, sum);
             }
+            if (RPL > 4u) {
+                a4 += group_terms(r4, gi, groups, xs, sum);
+                a5 += group_terms(r5, gi, groups, xs, sum);
+                a6 += group_terms(r6, gi, groups, xs, sum);
+                a7 += group_terms(r7, gi, groups, xs, sum);
+            }
         }
     }
     let r = row_sum(lid, lane, a0);
@@ -82,14 +123,25 @@ fn main(
         finish(mi, row0, r);
     }
     // RPL > 1 runs with TPR = 1 only: a lane's sums are its rows' (no reduction, no barrier).
-    if (RPL > 1u && row0 + per < p.n) {
-        finish(mi, row0 + per, a1);
+    if (RPL > 1u) {
+        finish_if(mi, row0 + per, a1);
     }
-    if (RPL > 2u && row0 + 2u * per < p.n) {
-        finish(mi, row0 + 2u * per, a2);
+    if (RPL > 2u) {
+        finish_if(mi, row0 + 2u * per, a2);
+        finish_if(mi, row0 + 3u * per, a3);
     }
-    if (RPL > 2u && row0 + 3u * per < p.n) {
-        finish(mi, row0 + 3u * per, a3);
+    if (RPL > 4u) {
+        finish_if(mi, row0 + 4u * per, a4);
+        finish_if(mi, row0 + 5u * per, a5);
+        finish_if(mi, row0 + 6u * per, a6);
+        finish_if(mi, row0 + 7u * per, a7);
+    }
+}
+
+// `finish` for a row that may lie past the matrix (then nothing is stored).
+fn finish_if(mi: u32, row: u32, r: vec2<f32>) {
+    if (row < p.n) {
+        finish(mi, row, r);
     }
 }
 

@@ -13,8 +13,11 @@ use crate::gpu::context::{GpuContext, Shader};
 pub const GEMV: Shader = crate::shader!("q4_gemv", gemv_common);
 /// The decode kernel for CPU rasterisers: one 32-weight group (16 bytes) per lane and step.
 pub const GEMV_GROUPS: Shader = crate::shader!("q4_gemv_groups", gemv_common);
-/// The decode kernel for `q8_0` weights.
+/// The decode kernel for `q8_0` weights on GPUs: one word per lane and step.
 pub const Q8_GEMV: Shader = crate::shader!("q8_gemv", gemv_common);
+/// The decode kernel for `q8_0` weights on CPU rasterisers: the group kernel with `Q8` (one
+/// 32-byte group per lane and step), under its own label.
+pub const Q8_GEMV_GROUPS: Shader = crate::shader!("q8_gemv_groups" = "q4_gemv_groups", gemv_common);
 /// The prefill kernel.
 pub const GEMM: Shader = crate::shader!("q4_gemm");
 
@@ -137,10 +140,11 @@ pub(crate) fn dispatch_with(
     let p = bytemuck::bytes_of(&params);
     let buffers = [&w.buf, x, out];
     let t = ctx.tuning;
-    let gemv = if w.kind == GpuQ4::Q8 {
-        &Q8_GEMV
-    } else {
-        &GEMV_GROUPS
+    let q8 = w.kind == GpuQ4::Q8;
+    let gemv = match (q8, t.gemv_groups) {
+        (true, false) => &Q8_GEMV,
+        (true, true) => &Q8_GEMV_GROUPS,
+        (false, _) => &GEMV_GROUPS,
     };
     let label = match kernel {
         MatmulKernel::Gemv => gemv.label,
@@ -156,8 +160,9 @@ pub(crate) fn dispatch_with(
                 ));
             }
             let acc = u32::from(matches!(epilogue, Epilogue::Add));
-            // Several rows a lane: the group kernel with one thread per row (q8_gemv has no RPL).
-            let groups = std::ptr::eq(gemv, &GEMV_GROUPS);
+            // Several rows a lane: the group kernel with one thread per row (q8_gemv has no
+            // RPL, and reads q8_0 without `Q8`).
+            let groups = !std::ptr::eq(gemv, &Q8_GEMV);
             let rpl = if groups && t.gemv_tpr == 1 {
                 t.gemv_rpl
             } else {
@@ -168,6 +173,7 @@ pub(crate) fn dispatch_with(
                 ("TPR", t.gemv_tpr),
                 ("ACC", acc),
                 ("RPL", rpl),
+                ("Q8", u32::from(q8)),
             ];
             let consts = if groups { &consts[..] } else { &consts[..3] };
             let mut g = groups_for(w.rows, t.gemv_wg / t.gemv_tpr * rpl);

@@ -3,15 +3,10 @@
 // weight k in bits 8*(k%4); then one word per group g of 32: f16 s (low half), f16 m (high),
 // w = s*q - m (m = 0 for GGUF's Q8_0). Per group: s * dot(x, q) - m * sum(x).
 // TPR threads cooperate on one row (strided over words), WG/TPR rows per workgroup, as in
-// q4_gemv.wgsl. Prelude: gemv_common.wgsl (parameters, shared bindings, the row reduction).
+// q4_gemv.wgsl; for GPUs (CPU rasterisers take q4_gemv_groups.wgsl with Q8). Prelude:
+// gemv_common.wgsl (parameters, shared bindings, the row reduction, `codes`).
 
 @group(0) @binding(1) var<storage, read> w: array<u32>;        // q8_0 words of W[n][k]
-
-// The four signed bytes of `v`, sign-extended by an arithmetic shift.
-fn codes(v: u32) -> vec4<f32> {
-    let s = vec4<i32>(bitcast<i32>(v << 24u), bitcast<i32>(v << 16u), bitcast<i32>(v << 8u), bitcast<i32>(v));
-    return vec4<f32>(s >> vec4<u32>(24u));
-}
 
 // Word `i` of `w`.
 fn word(i: u32) -> u32 {
