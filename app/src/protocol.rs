@@ -184,6 +184,23 @@ pub fn threads_from_query(search: &str) -> Option<usize> {
         .filter(|&n| n >= 1)
 }
 
+/// The GPU tuning overrides the page's address gives (`?gpu_tuning=field:value,…`, for
+/// measuring kernel variants on a browser's adapter, as `LOREKEEPER_GPU_TUNING` does natively;
+/// the page passes it on in the engine worker's address, which applies it to its GPU context):
+/// only the characters such a list holds; `None`: the adapter's own tuning.
+pub fn gpu_tuning_from_query(search: &str) -> Option<String> {
+    search
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("gpu_tuning="))
+        .filter(|v| {
+            !v.is_empty()
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | ','))
+        })
+        .map(str::to_string)
+}
+
 /// Page → worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -430,6 +447,19 @@ mod tests {
         assert_eq!(threads_from_query("?backend=cpu&threads=4"), Some(4));
         assert_eq!(threads_from_query("?threads=0"), None);
         assert_eq!(threads_from_query("?threads=two"), None);
+    }
+
+    #[test]
+    fn gpu_tuning_from_the_address() {
+        assert_eq!(gpu_tuning_from_query("?backend=gpu"), None);
+        assert_eq!(
+            gpu_tuning_from_query("?backend=gpu&gpu_tuning=gemv_rpl:2,gemv_wg:32"),
+            Some("gemv_rpl:2,gemv_wg:32".into())
+        );
+        // Anything a tuning list does not hold (an escaped character, markup) is ignored.
+        assert_eq!(gpu_tuning_from_query("?gpu_tuning=gemv_rpl%3A2"), None);
+        assert_eq!(gpu_tuning_from_query("?gpu_tuning=<b>"), None);
+        assert_eq!(gpu_tuning_from_query("?gpu_tuning="), None);
     }
 
     #[test]

@@ -19,8 +19,8 @@ use web_sys::{MessageEvent, Worker, WorkerOptions, WorkerType};
 use crate::chat_log::{push_turn, to_save, Live, Turn};
 use crate::format::RateMeter;
 use crate::protocol::{
-    decode, encode, parse_catalog, threads_from_query, BackendChoice, Catalog, CatalogEntry,
-    FailKind, FromWorker, Settings, ToWorker,
+    decode, encode, gpu_tuning_from_query, parse_catalog, threads_from_query, BackendChoice,
+    Catalog, CatalogEntry, FailKind, FromWorker, Settings, ToWorker,
 };
 use crate::web;
 
@@ -261,11 +261,21 @@ impl AppState {
         let opts = WorkerOptions::new();
         opts.set_type(WorkerType::Classic);
         opts.set_name("lorekeeper-engine");
-        // `?threads=N` in the page's address reaches the worker in its own.
-        let search = web_sys::window().and_then(|w| w.location().search().ok());
-        let script = match search.as_deref().and_then(threads_from_query) {
-            Some(n) => format!("./worker-boot.js?threads={n}"),
-            None => "./worker-boot.js".to_string(),
+        // `?threads=N` and `?gpu_tuning=…` in the page's address reach the worker in its own.
+        let search = web_sys::window()
+            .and_then(|w| w.location().search().ok())
+            .unwrap_or_default();
+        let mut query = Vec::new();
+        if let Some(n) = threads_from_query(&search) {
+            query.push(format!("threads={n}"));
+        }
+        if let Some(t) = gpu_tuning_from_query(&search) {
+            query.push(format!("gpu_tuning={t}"));
+        }
+        let script = if query.is_empty() {
+            "./worker-boot.js".to_string()
+        } else {
+            format!("./worker-boot.js?{}", query.join("&"))
         };
         let worker = Worker::new_with_options(&script, &opts);
         self.engine.update_value(|h| {

@@ -10,6 +10,7 @@ use lorekeeper_engine::format::bundle::{
     sha256_hex, verify_shard, Manifest, ShardEntry, MANIFEST_FILE,
 };
 use lorekeeper_engine::{Backend, CpuBackend, EngineError, GpuContext, Requirements};
+use wasm_bindgen::JsCast;
 use web_sys::Cache;
 
 use super::{base_config, fail, post, Engine, CONTEXT};
@@ -357,6 +358,17 @@ pub(super) async fn load_bundle(
 
 /// Step 2 of [`load_bundle`]: the GPU context to run on (`None`: the CPU path) and the line
 /// that says where the engine runs and why.
+/// `g` with the tuning overrides of the worker's address (`?gpu_tuning=…`, passed on from the
+/// page's), if any.
+fn tuned(mut g: GpuContext) -> Result<GpuContext, EngineError> {
+    let scope: web_sys::WorkerGlobalScope = js_sys::global().unchecked_into();
+    let search = scope.location().search();
+    if let Some(list) = crate::protocol::gpu_tuning_from_query(&search) {
+        g.tuning = g.tuning.with_overrides("?gpu_tuning", &list)?;
+    }
+    Ok(g)
+}
+
 async fn choose_backend(
     manifest: &Manifest,
     backend: BackendChoice,
@@ -369,7 +381,10 @@ async fn choose_backend(
         }
         None
     } else {
-        match GpuContext::new(requirements(manifest)).await {
+        match GpuContext::new(requirements(manifest))
+            .await
+            .and_then(tuned)
+        {
             Ok(g) => Some(g),
             Err(e) if backend == BackendChoice::Gpu => {
                 return Err(match e {

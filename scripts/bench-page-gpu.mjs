@@ -1,0 +1,83 @@
+// The page's decode on WebGPU in headless Chromium (SwiftShader here: a reader whose browser
+// offers only its software adapter), one or more builds of the page alternated in one run.
+//
+//   node scripts/bench-page-gpu.mjs BUNDLE_ID PROMPT_TOKENS GEN_TOKENS ROUNDS URL [URL …]
+//
+// Each URL serves a web app with bundle BUNDLE_ID (e.g. this build and an older one, each
+// with the bundle its own index-builder wrote), its query kept (`?gpu_tuning=field:value,…`
+// measures a kernel variant). For each round and each URL in turn, a fresh Chromium with
+// `--enable-unsafe-webgpu` loads the page with `backend=gpu` added, then its worker gets
+// a `bench_decode` message (prefill of PROMPT_TOKENS, then GEN_TOKENS greedy steps, one run)
+// and reports its timings. Prints one JSON object: every run, and the median per URL.
+import { chromium } from 'playwright-core';
+
+const [id, promptArg, genArg, roundsArg, ...urls] = process.argv.slice(2);
+if (!id || !promptArg || !genArg || !roundsArg || urls.length === 0) {
+  console.error('usage: bench-page-gpu.mjs BUNDLE_ID PROMPT_TOKENS GEN_TOKENS ROUNDS URL [URL …]');
+  process.exit(2);
+}
+const PROMPT = Number(promptArg);
+const GEN = Number(genArg);
+const ROUNDS = Number(roundsArg);
+const LONG = 1_800_000;
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+async function once(url) {
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--no-first-run', '--disable-quic', '--enable-unsafe-webgpu'],
+  });
+  try {
+    const page = await (await browser.newContext()).newPage();
+    page.on('pageerror', (e) => console.error(`[pageerror] ${e.message}`));
+    let resolve;
+    const result = new Promise((res) => { resolve = res; });
+    page.on('console', (m) => {
+      const t = m.text();
+      if (t.startsWith('lorekeeper-bench ')) resolve(JSON.parse(t.slice('lorekeeper-bench '.length)));
+      else if (m.type() === 'error') console.error(`[console.error] ${t}`);
+    });
+    const u = new URL(url);
+    await page.goto(`${u.origin}${u.pathname}${u.search ? `${u.search}&` : '?'}backend=gpu`);
+    await page.waitForSelector('#bundle', { timeout: 60_000 });
+    await page.selectOption('#bundle', id);
+    await page.click('#load');
+    await page.waitForSelector('#phase.ready, #load-error', { timeout: LONG });
+    const err = await page.$('#load-error');
+    if (err) throw new Error(`load failed: ${await err.textContent()}`);
+    const runsOn = await page.textContent('#runs-on');
+    const worker = page.workers().find((w) => w.url().includes('worker-boot'));
+    if (!worker) throw new Error('no engine worker in the page');
+    await worker.evaluate((msg) => self.dispatchEvent(new MessageEvent('message', { data: msg })),
+      JSON.stringify({ type: 'bench_decode', prompt_tokens: PROMPT, gen_tokens: GEN, runs: 1 }));
+    const r = await result;
+    if (r.type === 'failed') throw new Error(r.message);
+    if (!/gpu|webgpu|swiftshader/i.test(`${r.backend} ${runsOn}`)) {
+      throw new Error(`the page did not run on WebGPU: ${r.backend} / ${runsOn}`);
+    }
+    return { backend: r.backend, runs_on: runsOn, ...r.result };
+  } finally {
+    await browser.close();
+  }
+}
+
+const runs = Object.fromEntries(urls.map((u) => [u, []]));
+for (let round = 0; round < ROUNDS; round++) {
+  for (const url of urls) {
+    const r = await once(url);
+    console.error(`round ${round + 1} ${url}: prefill ${r.prefill_tok_s} tok/s, decode ${r.decode_tok_s} tok/s (${r.backend})`);
+    runs[url].push(r);
+  }
+}
+const out = {};
+for (const url of urls) {
+  out[url] = {
+    backend: runs[url][0].backend,
+    prefill_tok_s: median(runs[url].map((r) => r.prefill_tok_s)),
+    decode_tok_s: median(runs[url].map((r) => r.decode_tok_s)),
+    decode_runs: runs[url].map((r) => r.decode_tok_s),
+  };
+}
+console.log(JSON.stringify({ prompt_tokens: PROMPT, gen_tokens: GEN, rounds: ROUNDS, pages: out }));
