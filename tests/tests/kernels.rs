@@ -245,6 +245,42 @@ fn decode_attention_every_tile_size() {
     }
 }
 
+#[test]
+fn row_kernels_every_workgroup_size() {
+    // The row-wise reductions (norms, softmax, the norms with RoPE and the KV append, and
+    // decode attention's merge of its key ranges) take one workgroup of `reduce_wg` lanes a
+    // row: 4 on CPU rasterisers, 128 on GPUs. Every width must be exact, on rows that are not
+    // multiples of it.
+    let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
+        Ok(c) => c,
+        Err(e) => panic!("no GPU adapter: {e}"),
+    };
+    for wg in [4, 16, 64, 128, 256] {
+        ctx.tuning.reduce_wg = wg;
+        let who = format!("{} reduce WG={wg}", ctx.describe());
+        for seed in SEEDS {
+            report(&who, seed, pollster::block_on(suite::rms_norm(&ctx, seed)));
+            report(&who, seed, pollster::block_on(suite::softmax(&ctx, seed)));
+            report(
+                &who,
+                seed,
+                pollster::block_on(suite::layer_norm(&ctx, seed)),
+            );
+            report(
+                &who,
+                seed,
+                pollster::block_on(suite::rms_norm_rope(&ctx, seed)),
+            );
+            report(
+                &who,
+                seed,
+                pollster::block_on(suite::rms_norm_rope_append(&ctx, seed)),
+            );
+        }
+        attention_suites(&ctx, &who);
+    }
+}
+
 /// The kernel suite's attention checks (over given caches, and over KV caches) on every seed.
 fn attention_suites(ctx: &GpuContext, who: &str) {
     for seed in SEEDS {
