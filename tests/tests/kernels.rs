@@ -353,8 +353,8 @@ fn gemv_every_threads_per_row() {
             ctx.tuning.gemv_groups = groups;
             ctx.tuning.gemv_unroll = unroll;
             ctx.tuning.gemv_rpl = rpl;
-            // Up to 64 threads a row need a workgroup as wide; rows per lane run 16 lanes wide,
-            // as the rasterisers' tuning does.
+            // Up to 64 threads a row need a workgroup as wide; rows per lane run 16 lanes wide
+            // here (the rasterisers' own 8 lanes run in every test on the default tuning).
             ctx.tuning.gemv_wg = if rpl > 1 { 16 } else { 64 };
             for seed in SEEDS {
                 let who = format!(

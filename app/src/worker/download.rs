@@ -356,8 +356,6 @@ pub(super) async fn load_bundle(
     })
 }
 
-/// Step 2 of [`load_bundle`]: the GPU context to run on (`None`: the CPU path) and the line
-/// that says where the engine runs and why.
 /// `g` with the tuning overrides of the worker's address (`?gpu_tuning=…`, passed on from the
 /// page's), if any.
 fn tuned(mut g: GpuContext) -> Result<GpuContext, EngineError> {
@@ -369,6 +367,8 @@ fn tuned(mut g: GpuContext) -> Result<GpuContext, EngineError> {
     Ok(g)
 }
 
+/// Step 2 of [`load_bundle`]: the GPU context to run on (`None`: the CPU path) and the line
+/// that says where the engine runs and why.
 async fn choose_backend(
     manifest: &Manifest,
     backend: BackendChoice,

@@ -76,9 +76,8 @@ impl Tuning {
     /// address's query carries them) items separated by commas, from `source` (named in
     /// errors: an unknown field, a value that is not a number, a tuning out of range).
     pub fn with_overrides(mut self, source: &str, list: &str) -> Result<Tuning> {
-        let var = source;
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let bad = |what: &str| EngineError::Gpu(format!("{var}: {what} in '{item}'"));
+            let bad = |what: &str| EngineError::Gpu(format!("{source}: {what} in '{item}'"));
             let (field, value) = item
                 .split_once(['=', ':'])
                 .ok_or_else(|| bad("no '=' or ':'"))?;
@@ -116,7 +115,7 @@ impl Tuning {
             || !matches!(t.gemv_rpl, 1 | 2 | 4 | 8)
         {
             return Err(EngineError::Gpu(format!(
-                "{var}: workgroup sizes and threads per row must be powers of two up to 256 \
+                "{source}: workgroup sizes and threads per row must be powers of two up to 256 \
                  (threads per row up to the GEMV's workgroup; decode_wg 0 or one), the GEMV's \
                  unroll 1 or 4, its matrices per dispatch 1 to 3, attention's workgroups \
                  positive and its lanes 1 to 256, the GEMV's rows per lane 1, 2, 4 or 8: {t:?}"
