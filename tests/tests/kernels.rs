@@ -21,6 +21,15 @@ fn gpu() -> &'static GpuContext {
     })
 }
 
+/// A GPU context of the test's own: for tests that change its tuning or count what it builds
+/// (the shared one runs other tests' kernels concurrently).
+fn own_gpu() -> GpuContext {
+    match GpuContext::new_blocking(Requirements::default()) {
+        Ok(c) => c,
+        Err(e) => panic!("no GPU adapter: {e}"),
+    }
+}
+
 const SEEDS: [u64; 4] = [1, 2, 3, 4];
 
 fn report(who: &str, seed: u64, r: suite::Check) {
@@ -109,10 +118,7 @@ fn pipelines_are_cached() {
 #[test]
 fn token_steps_build_no_bind_groups() {
     // A context of its own: the shared one runs other tests' kernels concurrently.
-    let ctx = match GpuContext::new_blocking(Requirements::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("no GPU adapter: {e}"),
-    };
+    let ctx = own_gpu();
     let mut rng = Pcg32::new(5);
     let (vocab, cols) = (301, 96);
     let table = ctx
@@ -169,10 +175,7 @@ fn token_steps_build_no_bind_groups() {
 #[test]
 fn profile_counts_and_times_each_dispatch() {
     // A context of its own: the shared one runs other tests' kernels concurrently.
-    let ctx = match GpuContext::new_blocking(Requirements::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("no GPU adapter: {e}"),
-    };
+    let ctx = own_gpu();
     assert!(
         Backend::take_profile(&ctx).is_none(),
         "a profile before any was started"
@@ -204,10 +207,7 @@ fn fused_kernels_pass_the_adapters_own_check() {
     // The check a context runs before decoding on a GPU (the fused ops against the plain ones)
     // must pass here, with the rasteriser's tuning and with a GPU's (the SwiGLU GEMV runs only
     // with the word-per-lane kernel), and leave the fusions on.
-    let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("no GPU adapter: {e}"),
-    };
+    let mut ctx = own_gpu();
     for (groups, tpr) in [(true, 1), (false, 32), (false, 8)] {
         ctx.tuning.gemv_groups = groups;
         ctx.tuning.gemv_tpr = tpr;
@@ -227,10 +227,7 @@ fn decode_attention_every_tile_size() {
     // must be exact, and so must ranges of several tiles (few target workgroups), where the
     // running max and the accumulators are rescaled from tile to tile. The KV appends go
     // both ways too: a transfer command (rasterisers) and a dispatch in the pass (GPUs).
-    let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("no GPU adapter: {e}"),
-    };
+    let mut ctx = own_gpu();
     ctx.tuning.decode_lanes = 0;
     for (wg, groups) in [(8, 1024), (32, 2), (64, 1), (128, 1024), (256, 3)] {
         ctx.tuning.decode_wg = wg;
@@ -251,10 +248,7 @@ fn row_kernels_every_workgroup_size() {
     // decode attention's merge of its key ranges) take one workgroup of `reduce_wg` lanes a
     // row: 4 on CPU rasterisers, 128 on GPUs. Every width must be exact, on rows that are not
     // multiples of it.
-    let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("no GPU adapter: {e}"),
-    };
+    let mut ctx = own_gpu();
     for wg in [4, 16, 64, 128, 256] {
         ctx.tuning.reduce_wg = wg;
         let who = format!("{} reduce WG={wg}", ctx.describe());
@@ -299,10 +293,7 @@ fn decode_attention_lanes_every_range() {
     // workgroup): ranges of one key up to ranges past the context, a range count that is not
     // a multiple of R (the last workgroup's spare lanes write nothing), one lane a workgroup
     // up to 32, over f32 and f16 caches with head_dim a multiple of 8 and of 4 only.
-    let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("no GPU adapter: {e}"),
-    };
+    let mut ctx = own_gpu();
     for (keys, width, groups) in [
         (1, 8, 1024),
         (7, 3, 1024),
@@ -329,10 +320,7 @@ fn gemv_every_threads_per_row() {
     // too, so run every variant here. The word kernel's fused forms (the input's norm in the
     // prologue, several matrices per dispatch) run with each of them, and once more with
     // fewer matrices per dispatch and the norm's own pass.
-    let mut ctx = match GpuContext::new_blocking(Requirements::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("no GPU adapter: {e}"),
-    };
+    let mut ctx = own_gpu();
     // The group kernel with one thread per row also takes 2, 4 and 8 rows per lane (rasterisers).
     let variants = [
         (false, 1, 1),
