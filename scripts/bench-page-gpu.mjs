@@ -8,7 +8,8 @@
 // measures a kernel variant). For each round and each URL in turn, a fresh Chromium with
 // `--enable-unsafe-webgpu` loads the page with `backend=gpu` added, then its worker gets
 // a `bench_decode` message (prefill of PROMPT_TOKENS, then GEN_TOKENS greedy steps, one run)
-// and reports its timings. Prints one JSON object: every run, and the median per URL.
+// and reports its timings. Prints one JSON object: every run, and the median per URL. With
+// LK_PROFILE=1 the worker also profiles the decode steps and each run's table goes to stderr.
 import { chromium } from 'playwright-core';
 
 const [id, promptArg, genArg, roundsArg, ...urls] = process.argv.slice(2);
@@ -20,6 +21,10 @@ const PROMPT = Number(promptArg);
 const GEN = Number(genArg);
 const ROUNDS = Number(roundsArg);
 const LONG = 1_800_000;
+// LK_PROFILE=1: each run also profiles GEN decode steps (dispatches, submissions, device time
+// per kernel from timestamps; add LK_CHROME_ARGS=--enable-webgpu-developer-features for
+// unrounded ones) and prints the table to stderr.
+const PROFILE = process.env.LK_PROFILE === '1';
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
@@ -27,7 +32,9 @@ async function once(url) {
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run', '--disable-quic', '--enable-unsafe-webgpu'],
+      '--disable-sync', '--no-first-run', '--disable-quic', '--enable-unsafe-webgpu',
+      // LK_CHROME_ARGS: more flags, e.g. Dawn toggles to see what a cost comes from.
+      ...(process.env.LK_CHROME_ARGS ?? '').split(' ').filter(Boolean)],
   });
   try {
     const page = await (await browser.newContext()).newPage();
@@ -51,15 +58,27 @@ async function once(url) {
     const worker = page.workers().find((w) => w.url().includes('worker-boot'));
     if (!worker) throw new Error('no engine worker in the page');
     await worker.evaluate((msg) => self.dispatchEvent(new MessageEvent('message', { data: msg })),
-      JSON.stringify({ type: 'bench_decode', prompt_tokens: PROMPT, gen_tokens: GEN, runs: 1 }));
+      JSON.stringify({ type: 'bench_decode', prompt_tokens: PROMPT, gen_tokens: GEN, runs: 1, profile: PROFILE }));
     const r = await result;
     if (r.type === 'failed') throw new Error(r.message);
     if (!/gpu|webgpu|swiftshader/i.test(`${r.backend} ${runsOn}`)) {
       throw new Error(`the page did not run on WebGPU: ${r.backend} / ${runsOn}`);
     }
-    return { backend: r.backend, runs_on: runsOn, ...r.result };
+    return { backend: r.backend, runs_on: runsOn, ...r.result, profile: r.profile };
   } finally {
     await browser.close();
+  }
+}
+
+function printProfile(p) {
+  const busy = p.kernels.reduce((a, k) => a + k[2], 0);
+  console.error(`profile: ${p.dispatches.toFixed(1)} dispatches and ${p.submissions.toFixed(1)} submissions per token; `
+    + (p.timed ? `device busy ${busy.toFixed(3)} ms per token (each dispatch timed alone)` : 'no timestamps'));
+  console.error('| kernel | dispatches/token | device ms/token | share | weight GB/s |');
+  console.error('|---|---|---|---|---|');
+  for (const [label, n, ms, bytes] of p.kernels) {
+    const gbs = bytes > 0 && ms > 0 ? (bytes / ms / 1e6).toFixed(1) : '—';
+    console.error(`| ${label} | ${n.toFixed(1)} | ${ms.toFixed(3)} | ${(100 * ms / (busy || 1)).toFixed(1)} % | ${gbs} |`);
   }
 }
 
@@ -69,6 +88,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const r = await once(url);
     console.error(`round ${round + 1} ${url}: prefill ${r.prefill_tok_s} tok/s, decode ${r.decode_tok_s} tok/s (${r.backend})`);
     runs[url].push(r);
+    if (r.profile) printProfile(r.profile);
   }
 }
 const out = {};

@@ -8,6 +8,9 @@
 # another build's `trunk build` output with its own bundle under bundles/demo (e.g. an older
 # commit's, to measure a change), served beside it; each ?QUERY is this build again with that
 # query (e.g. '?gpu_tuning=gemv_rpl:2'). Rounds alternate the pages. Prints one JSON object.
+# LK_PROFILE=1 adds each run's per-kernel profile (timestamps in the page) on stderr;
+# LK_CHROME_ARGS passes Chromium more flags (--enable-webgpu-developer-features: unrounded
+# timestamps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gen=${1:-16}; rounds=${2:-3}; prompt=${3:-64}

@@ -251,7 +251,51 @@ pub enum ToWorker {
         gen_tokens: usize,
         /// Timed runs.
         runs: usize,
+        /// Also profile `gen_tokens` decode steps (`lorekeeper bench --profile`'s table:
+        /// dispatches, submissions, device time per kernel where the adapter has timestamps).
+        #[serde(default)]
+        profile: bool,
     },
+}
+
+/// A decode profile as the page reports it (see [`lorekeeper_engine::backend::Profile`]), per
+/// generated token.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecodeProfile {
+    /// Dispatches per token.
+    pub dispatches: f64,
+    /// Submissions per token.
+    pub submissions: f64,
+    /// Whether `ms` holds device time (timestamps around each dispatch, timed alone).
+    pub timed: bool,
+    /// Per kernel, most device time first: (label, dispatches per token, device ms per
+    /// token, weight bytes per token).
+    pub kernels: Vec<(String, f64, f64, f64)>,
+}
+
+impl DecodeProfile {
+    /// `p` over `tokens` decode steps.
+    pub fn per_token(p: &lorekeeper_engine::backend::Profile, tokens: usize) -> DecodeProfile {
+        let t = tokens.max(1) as f64;
+        DecodeProfile {
+            dispatches: p.dispatches as f64 / t,
+            submissions: p.submissions as f64 / t,
+            timed: p.timed,
+            kernels: p
+                .kernels
+                .iter()
+                .map(|k| {
+                    let per = |v: u64| v as f64 / t;
+                    (
+                        k.label.to_string(),
+                        per(k.count),
+                        per(k.ns) / 1e6,
+                        per(k.weight_bytes),
+                    )
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Why something failed, so the page can say what to do about it.
@@ -373,6 +417,9 @@ pub enum FromWorker {
         gen_tokens: usize,
         /// Medians over the runs.
         result: lorekeeper_engine::generate::DecodeBench,
+        /// The profile, when asked for and the backend keeps one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        profile: Option<DecodeProfile>,
     },
     /// Something failed.
     Failed {
@@ -493,8 +540,15 @@ mod tests {
             prompt_tokens: 512,
             gen_tokens: 128,
             runs: 3,
+            profile: true,
         };
         assert_eq!(decode::<ToWorker>(&encode(&m)), Ok(m));
+        // Scripts that predate the profile still send a valid request.
+        let old = r#"{"type":"bench_decode","prompt_tokens":64,"gen_tokens":16,"runs":1}"#;
+        assert!(matches!(
+            decode::<ToWorker>(old),
+            Ok(ToWorker::BenchDecode { profile: false, .. })
+        ));
     }
 
     #[test]

@@ -118,6 +118,39 @@ async fn gpu_tuning_kernels() {
     }
 }
 
+/// The profile in the page (`bench_decode` with `profile`): dispatches counted and, where the
+/// adapter has timestamp queries (Chromium's SwiftShader does), each one's device time, which
+/// arrives by a map callback while a later readback is awaited.
+#[wasm_bindgen_test]
+async fn profile_times_dispatches_in_the_page() {
+    let g = match GpuContext::new(Requirements::default()).await {
+        Ok(c) => c,
+        Err(e) => panic!("no WebGPU adapter: {e}"),
+    };
+    let stamps = g
+        .device()
+        .features()
+        .contains(wgpu::Features::TIMESTAMP_QUERY);
+    Backend::start_profile(&g);
+    for seed in SEEDS {
+        report(&g.describe(), seed, suite::silu_mul(&g, seed).await);
+    }
+    let p = Backend::take_profile(&g).expect("the GPU keeps a profile");
+    console_log!("{p:?}");
+    let silu = p.kernels.iter().find(|k| k.label == "silu_mul");
+    assert_eq!(silu.map(|k| k.count), Some(2), "{p:?}");
+    assert_eq!(
+        p.timed, stamps,
+        "timestamps on the adapter, all read back: {p:?}"
+    );
+    if stamps {
+        assert!(
+            silu.is_some_and(|k| k.ns > 0),
+            "timed, yet no device time: {p:?}"
+        );
+    }
+}
+
 const QWEN35_CONFIG: &str = include_str!("../fixtures/qwen35-lora/base/config.json");
 const QWEN35_WEIGHTS: &[u8] = include_bytes!("../fixtures/qwen35-lora/merged.safetensors");
 const QWEN35_GOLDEN: &str = include_str!("../fixtures/qwen35-lora/golden.json");

@@ -22,7 +22,7 @@ use std::rc::Rc;
 use lorekeeper_engine::answer::session::Session;
 use lorekeeper_engine::answer::AskConfig;
 use lorekeeper_engine::embed::Embedder;
-use lorekeeper_engine::generate::{bench_decode, bench_prompt};
+use lorekeeper_engine::generate::{bench_decode, bench_prompt, profile_decode};
 use lorekeeper_engine::retrieval::Sources;
 use lorekeeper_engine::{Backend, CpuBackend, EngineError, GpuContext};
 use wasm_bindgen::prelude::*;
@@ -30,7 +30,8 @@ use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::protocol::{
-    decode, encode, BackendChoice, CatalogEntry, FailKind, FromWorker, Settings, ToWorker,
+    decode, encode, BackendChoice, CatalogEntry, DecodeProfile, FailKind, FromWorker, Settings,
+    ToWorker,
 };
 use crate::web;
 
@@ -143,12 +144,12 @@ pub fn start() {
                 prompt_tokens,
                 gen_tokens,
                 runs,
+                profile,
             }) => match Busy::take(&st) {
                 Some(b) => wasm_bindgen_futures::spawn_local(decode_bench(
                     b,
-                    prompt_tokens,
-                    gen_tokens,
-                    runs,
+                    (prompt_tokens, gen_tokens, runs),
+                    profile,
                 )),
                 None => post(&fail(FailKind::Busy, "the worker is busy")),
             },
@@ -269,7 +270,7 @@ async fn bench(busy: Busy, queries: Vec<String>, k: usize, repeat: usize) {
 }
 
 /// Decoder timings on the loaded model (see [`ToWorker::BenchDecode`]).
-async fn decode_bench(busy: Busy, prompt_tokens: usize, gen_tokens: usize, runs: usize) {
+async fn decode_bench(busy: Busy, shape: (usize, usize, usize), profile: bool) {
     let st = busy.0.clone();
     let Some(mut engine) = st.engine.borrow_mut().take() else {
         post(&fail(FailKind::Load, "no bundle is loaded yet"));
@@ -277,26 +278,10 @@ async fn decode_bench(busy: Busy, prompt_tokens: usize, gen_tokens: usize, runs:
     };
     let r = match &mut engine {
         Engine::Gpu(gpu, sess) => {
-            time_decoder(
-                &**gpu,
-                sess,
-                gpu.adapter_description(),
-                prompt_tokens,
-                gen_tokens,
-                runs,
-            )
-            .await
+            time_decoder(&**gpu, sess, gpu.adapter_description(), shape, profile).await
         }
         Engine::Cpu(sess) => {
-            time_decoder(
-                &CpuBackend,
-                sess,
-                CpuBackend.describe(),
-                prompt_tokens,
-                gen_tokens,
-                runs,
-            )
-            .await
+            time_decoder(&CpuBackend, sess, CpuBackend.describe(), shape, profile).await
         }
     };
     *st.engine.borrow_mut() = Some(engine);
@@ -311,9 +296,8 @@ async fn time_decoder<B: Backend>(
     b: &B,
     sess: &mut Session<B>,
     backend: String,
-    prompt_tokens: usize,
-    gen_tokens: usize,
-    runs: usize,
+    (prompt_tokens, gen_tokens, runs): (usize, usize, usize),
+    profile: bool,
 ) -> Result<FromWorker, EngineError> {
     if !(1..=MAX_BENCH_RUNS).contains(&runs) {
         return Err(EngineError::Question(format!(
@@ -327,6 +311,13 @@ async fn time_decoder<B: Backend>(
     }
     let ids = bench_prompt(&sess.tok, prompt_tokens)?;
     let result = bench_decode(b, &mut sess.model, &ids, gen_tokens, runs).await?;
+    let profile = if profile {
+        profile_decode(b, &mut sess.model, &ids, gen_tokens)
+            .await?
+            .map(|p| DecodeProfile::per_token(&p, gen_tokens))
+    } else {
+        None
+    };
     // The next question starts from an empty cache.
     sess.model.reset(b)?;
     Ok(FromWorker::BenchDecode {
@@ -334,6 +325,7 @@ async fn time_decoder<B: Backend>(
         prompt_tokens,
         gen_tokens,
         result,
+        profile,
     })
 }
 

@@ -9,7 +9,7 @@
 //!   parameters go into one ring buffer uploaded once per submission and bound at a dynamic
 //!   offset, so each (kernel, buffers) bind group is built once and reused every token.
 //! - A profile on request: dispatches and submissions counted, each kernel timed with
-//!   timestamp queries where the adapter has them (native).
+//!   timestamp queries where the adapter has them (natively and in the page).
 //! - Readback through pooled staging buffers, awaited with a channel (works in wasm, where
 //!   blocking is impossible; natively the device is polled).
 
@@ -204,12 +204,9 @@ impl GpuContext {
         }
         let have = adapter.limits();
         let limits = required_limits(&info.name, &have, &req)?;
-        // Timestamps for `lorekeeper bench --profile`, natively where the adapter has them.
-        let features = if cfg!(target_arch = "wasm32") {
-            wgpu::Features::empty()
-        } else {
-            adapter.features() & wgpu::Features::TIMESTAMP_QUERY
-        };
+        // Timestamps for `lorekeeper bench --profile` and the page's profile, where the
+        // adapter has them (used only while a profile runs).
+        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("lorekeeper"),

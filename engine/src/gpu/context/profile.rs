@@ -1,7 +1,11 @@
-//! The profile behind `lorekeeper bench --profile`: dispatches and submissions counted, and each
-//! dispatch timed with timestamp queries where the device has them (native only).
+//! The profile behind `lorekeeper bench --profile` (and the page's `bench_decode` with
+//! `profile`): dispatches and submissions counted, and each dispatch timed with timestamp queries
+//! where the device has them. A submission's timestamps come back through a map callback:
+//! natively the submission is waited for; in the page they arrive while the caller awaits a
+//! later readback (see [`crate::generate::profile_decode`]).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use super::{lock, GpuContext, Pending};
 use crate::backend::{KernelTime, Profile};
@@ -21,11 +25,17 @@ pub(super) struct Prof {
 struct Timer {
     set: wgpu::QuerySet,
     resolve: wgpu::Buffer,
-    read: wgpu::Buffer,
     /// The kernel of each timed dispatch, in order (queries 2i, 2i + 1).
     labels: Vec<&'static str>,
     period_ns: f64,
+    /// Submissions whose timestamps were asked for, and those read back so far: each one's
+    /// labels with their (begin, end) ticks.
+    asked: u64,
+    arrived: Arc<Mutex<Vec<Timed>>>,
 }
+
+/// A submission's timed dispatches: labels and their timestamps, in order.
+type Timed = (Vec<&'static str>, Vec<u64>);
 
 impl Prof {
     /// The query set and first index for timing the next dispatch of `label`, if timed and the
@@ -64,18 +74,35 @@ impl GpuContext {
             return;
         };
         let n = 2 * t.labels.len() as u32;
+        let bytes = n as u64 * 8;
+        // A buffer of its own per submission: in the page several may be in flight.
+        let read = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("profile read"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
         enc.resolve_query_set(&t.set, 0..n, &t.resolve, 0);
-        enc.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, n as u64 * 8);
+        enc.copy_buffer_to_buffer(&t.resolve, 0, &read, 0, bytes);
         self.queue.submit([enc.finish()]);
-        let times = self.read_timestamps(&t.read, n as u64 * 8);
+        t.asked += 1;
         let labels = std::mem::take(&mut t.labels);
-        let period = t.period_ns;
-        for (i, label) in labels.into_iter().enumerate() {
-            if let (Some(&a), Some(&b)) = (times.get(2 * i), times.get(2 * i + 1)) {
-                let ns = (b.saturating_sub(a) as f64 * period) as u64;
-                pr.kernels.entry(label).or_default().ns += ns;
+        let arrived = t.arrived.clone();
+        let buf = read.clone();
+        read.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+            if r.is_err() {
+                return;
             }
-        }
+            let times = match buf.slice(..).get_mapped_range() {
+                Ok(view) => bytemuck::pod_collect_to_vec::<u8, u64>(&view),
+                Err(_) => return,
+            };
+            buf.unmap();
+            lock(&arrived).push((labels, times));
+        });
+        // Natively the timestamps are read now; the page's arrive with a later readback.
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
     }
 
     /// Notes the weight bytes a matmul dispatch reads, for the profile's bandwidth figures.
@@ -86,36 +113,31 @@ impl GpuContext {
     }
 
     /// Starts a profile: dispatches and submissions counted, and each dispatch timed where the
-    /// device has timestamp queries (native only).
+    /// device has timestamp queries.
     pub fn start_profile(&self) {
         let mut pending = lock(&self.pending);
         self.submit_locked(&mut pending);
-        let timer = (!cfg!(target_arch = "wasm32")
-            && self
-                .device
-                .features()
-                .contains(wgpu::Features::TIMESTAMP_QUERY))
-        .then(|| Timer {
-            set: self.device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("profile"),
-                ty: wgpu::QueryType::Timestamp,
-                count: QUERIES,
-            }),
-            resolve: self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("profile resolve"),
-                size: QUERIES as u64 * 8,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            }),
-            read: self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("profile read"),
-                size: QUERIES as u64 * 8,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }),
-            labels: Vec::new(),
-            period_ns: self.queue.get_timestamp_period() as f64,
-        });
+        let timer = self
+            .device
+            .features()
+            .contains(wgpu::Features::TIMESTAMP_QUERY)
+            .then(|| Timer {
+                set: self.device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("profile"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: QUERIES,
+                }),
+                resolve: self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("profile resolve"),
+                    size: QUERIES as u64 * 8,
+                    usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                }),
+                labels: Vec::new(),
+                period_ns: self.queue.get_timestamp_period() as f64,
+                asked: 0,
+                arrived: Arc::default(),
+            });
         pending.prof = Some(Prof {
             dispatches: 0,
             submissions: 0,
@@ -128,8 +150,22 @@ impl GpuContext {
     pub fn take_profile(&self) -> Option<Profile> {
         let mut pending = lock(&self.pending);
         self.submit_locked(&mut pending);
-        let pr = pending.prof.take()?;
-        let timed = pr.timer.is_some();
+        let mut pr = pending.prof.take()?;
+        // Timed only if every submission's timestamps came back (in the page, the caller
+        // awaits a readback after the last one).
+        let mut timed = false;
+        if let Some(t) = pr.timer.take() {
+            let arrived = std::mem::take(&mut *lock(&t.arrived));
+            timed = arrived.len() as u64 == t.asked;
+            for (labels, times) in arrived {
+                for (i, label) in labels.into_iter().enumerate() {
+                    if let (Some(&a), Some(&b)) = (times.get(2 * i), times.get(2 * i + 1)) {
+                        let ns = (b.saturating_sub(a) as f64 * t.period_ns) as u64;
+                        pr.kernels.entry(label).or_default().ns += ns;
+                    }
+                }
+            }
+        }
         let mut kernels: Vec<KernelTime> = pr
             .kernels
             .into_iter()
@@ -142,32 +178,5 @@ impl GpuContext {
             timed,
             kernels,
         })
-    }
-
-    /// Waits for a profile's resolved timestamps (native; empty in the browser or on error).
-    fn read_timestamps(&self, read: &wgpu::Buffer, bytes: u64) -> Vec<u64> {
-        #[cfg(not(target_arch = "wasm32"))]
-        {
-            let slice = read.slice(..bytes);
-            slice.map_async(wgpu::MapMode::Read, |_| {});
-            if self
-                .device
-                .poll(wgpu::PollType::wait_indefinitely())
-                .is_err()
-            {
-                return Vec::new();
-            }
-            let times = match slice.get_mapped_range() {
-                Ok(view) => bytemuck::pod_collect_to_vec::<u8, u64>(&view),
-                Err(_) => Vec::new(),
-            };
-            read.unmap();
-            times
-        }
-        #[cfg(target_arch = "wasm32")]
-        {
-            let _ = (read, bytes);
-            Vec::new()
-        }
     }
 }

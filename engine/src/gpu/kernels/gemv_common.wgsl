@@ -7,6 +7,10 @@
 override WG: u32 = 64u;   // invocations per workgroup, power of two, <= 256
 override TPR: u32 = 8u;   // threads per output row, power of two, <= WG
 override ACC: bool = false;  // add the product to `out` (a residual add in the epilogue)
+// The weights' layout, p.kind as a constant: 0 LQ4, 1 lq4h, 2 q8_0. A rasteriser runs both
+// sides of a branch on a uniform value (SwiftShader: the GEMV 0.60 -> 0.76 GB/s without the
+// dead side), so the pipeline is built per layout.
+override KIND: u32 = 0u;
 
 struct Params {
     m: u32,          // activation rows
@@ -17,7 +21,7 @@ struct Params {
     rows_off: u32,   // word offset of the per-row (d, dmin) f32 pairs in `w` (LQ4 only)
     out_stride: u32, // elements between consecutive rows of `out`
     out_off: u32,    // element offset of out[0][0]
-    kind: u32,       // 0: LQ4; 1: lq4h; 2: q8_0
+    kind: u32,       // 0: LQ4; 1: lq4h; 2: q8_0 (the kernels read KIND, its constant)
     // q4_gemv.wgsl with PARTS > 1 (several matrices of one width and layout, one dispatch):
     // the second and third matrices' rows, section offsets in `w2` / `w3` and first
     // workgroups (the first matrix's workgroups come first); unused elsewhere.
@@ -86,7 +90,7 @@ fn slot(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> Slot {
 // The (sc, mn) scales of 4-bit group `g` of the matrix whose scale section starts at word
 // `sm_off` (g = row * groups + group): LQ4's sub-scale and min bytes, lq4h's f16 (s, m) pair.
 fn group_scales(sm_off: u32, g: u32) -> vec2<f32> {
-    if (p.kind != 0u) {
+    if (KIND != 0u) {
         return unpack2x16float(word(sm_off + g));
     }
     let b = 2u * g;
@@ -97,7 +101,7 @@ fn group_scales(sm_off: u32, g: u32) -> vec2<f32> {
 // The (d, dmin) of row `row` of a 4-bit matrix whose row scales start at word `rows_off`:
 // LQ4's f32 pair, (1, 1) for lq4h.
 fn row_scales(rows_off: u32, row: u32) -> vec2<f32> {
-    if (p.kind != 0u) {
+    if (KIND != 0u) {
         return vec2<f32>(1.0);
     }
     return vec2<f32>(bitcast<f32>(word(rows_off + 2u * row)), bitcast<f32>(word(rows_off + 2u * row + 1u)));

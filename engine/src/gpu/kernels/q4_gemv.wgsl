@@ -2,7 +2,7 @@
 // Layouts and dequantization: engine/src/quant.rs. Per group g of row n:
 //   sum_i x_i * (d*sc*q_i - dmin*mn) = d*sc * dot(x, q) - dmin*mn * sum(x)
 // so d and dmin factor out of the row sum and each group costs one dot and one sum. For lq4h
-// (p.kind = 1) a group's (sc, mn) is its f16 (s, m) pair and d = dmin = 1.
+// (KIND = 1) a group's (sc, mn) is its f16 (s, m) pair and d = dmin = 1.
 // Prelude: gemv_common.wgsl (tuning constants, parameters, shared bindings, the row reduction).
 // TPR threads cooperate on one row (strided over words), WG/TPR rows per workgroup.
 // CPU rasterisers (lavapipe, SwiftShader) run best at TPR = 1 (one row per lane; see

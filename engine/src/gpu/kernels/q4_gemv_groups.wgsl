@@ -1,9 +1,9 @@
-// Block-quantized (LQ4, lq4h, or with Q8 q8_0) matrix-vector product for decode:
+// Block-quantized (LQ4, lq4h, or with KIND 2 q8_0) matrix-vector product for decode:
 // out[m][n] = sum_k x[m][k] * W[n][k]. Layouts and dequantization: engine/src/quant.rs. Per
 // group g of row n:
 //   sum_i x_i * (d*sc*q_i - dmin*mn) = d*sc * dot(x, q) - dmin*mn * sum(x)
 // so d and dmin factor out of the row sum and each group costs one dot and one sum. For lq4h
-// (p.kind = 1) and q8_0 (p.kind = 2) a group's (sc, mn) is its f16 (s, m) pair and
+// (KIND = 1) and q8_0 (KIND = 2, 8 code words a group, not 4) a group's (sc, mn) is its f16 (s, m) pair and
 // d = dmin = 1.
 // The variant for CPU rasterisers (lavapipe, SwiftShader; GPUs run q4_gemv.wgsl and
 // q8_gemv.wgsl): TPR threads cooperate on one row (TPR = 1 there: one row per lane), one
@@ -14,7 +14,6 @@
 // Prelude: gemv_common.wgsl.
 
 override RPL: u32 = 1u;  // rows per lane: 1, 2, 4 or 8 (more than 1 only with TPR = 1)
-override Q8: bool = false;  // q8_0 weights (p.kind = 2): 8 code words a group, not 4
 
 @group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;  // words of W[n][k], 4 (q8_0: 8) per group
 
@@ -40,7 +39,7 @@ fn dot8(v: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
 fn group_terms(row: u32, gi: u32, groups: u32, xs: array<vec4<f32>, 8>, sum: f32) -> vec2<f32> {
     let g = row * groups + gi;
     let sc = group_scales(p.sm_off, g);
-    if (Q8) {
+    if (KIND == 2u) {
         // q8_0: row n's codes are words n*K/4.., so group g's eight are vec4s 2g and 2g + 1;
         // word j holds elements 4j .. 4j + 3.
         let a = w[2u * g];
@@ -96,7 +95,7 @@ fn main(
             );
             let s4 = (xs[0] + xs[1]) + (xs[2] + xs[3]) + (xs[4] + xs[5]) + (xs[6] + xs[7]);
             let sum = s4.x + s4.y + s4.z + s4.w;
-            if (!Q8) {
+            if (KIND != 2u) {
                 xs = array<vec4<f32>, 8>(
                     xs[0] * PLACE, xs[1] * PLACE, xs[2] * PLACE, xs[3] * PLACE,
                     xs[4] * PLACE, xs[5] * PLACE, xs[6] * PLACE, xs[7] * PLACE,

@@ -15,7 +15,7 @@ pub const GEMV: Shader = crate::shader!("q4_gemv", gemv_common);
 pub const GEMV_GROUPS: Shader = crate::shader!("q4_gemv_groups", gemv_common);
 /// The decode kernel for `q8_0` weights on GPUs: one word per lane and step.
 pub const Q8_GEMV: Shader = crate::shader!("q8_gemv", gemv_common);
-/// The decode kernel for `q8_0` weights on CPU rasterisers: the group kernel with `Q8` (one
+/// The decode kernel for `q8_0` weights on CPU rasterisers: the group kernel with `KIND` 2 (one
 /// 32-byte group per lane and step), under its own label.
 pub const Q8_GEMV_GROUPS: Shader = crate::shader!("q8_gemv_groups" = "q4_gemv_groups", gemv_common);
 /// The prefill kernel.
@@ -161,7 +161,7 @@ pub(crate) fn dispatch_with(
             }
             let acc = u32::from(matches!(epilogue, Epilogue::Add));
             // Several rows a lane: the group kernel with one thread per row (q8_gemv has no
-            // RPL, and reads q8_0 without `Q8`).
+            // RPL).
             let groups = !std::ptr::eq(gemv, &Q8_GEMV);
             let rpl = if groups && t.gemv_tpr == 1 {
                 t.gemv_rpl
@@ -172,10 +172,10 @@ pub(crate) fn dispatch_with(
                 ("WG", t.gemv_wg),
                 ("TPR", t.gemv_tpr),
                 ("ACC", acc),
+                ("KIND", w.kind),
                 ("RPL", rpl),
-                ("Q8", u32::from(q8)),
             ];
-            let consts = if groups { &consts[..] } else { &consts[..3] };
+            let consts = if groups { &consts[..] } else { &consts[..4] };
             let mut g = groups_for(w.rows, t.gemv_wg / t.gemv_tpr * rpl);
             g[2] = m as u32;
             ctx.dispatch(gemv, consts, p, &buffers, g)
@@ -260,6 +260,7 @@ pub(crate) fn gemv_word(
         ("WG", t.gemv_wg),
         ("TPR", t.gemv_tpr),
         ("ACC", u32::from(matches!(epilogue, Epilogue::Add))),
+        ("KIND", w.kind),
         ("U", t.gemv_unroll),
         ("GLU", u32::from(glu)),
         ("PARTS", mats.len() as u32),
