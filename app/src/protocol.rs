@@ -266,7 +266,8 @@ pub struct DecodeProfile {
     pub dispatches: f64,
     /// Submissions per token.
     pub submissions: f64,
-    /// Whether `ms` holds device time (timestamps around each dispatch, timed alone).
+    /// Whether the kernels' milliseconds are device time (timestamps around each dispatch,
+    /// timed alone).
     pub timed: bool,
     /// Per kernel, most device time first: (label, dispatches per token, device ms per
     /// token, weight bytes per token).
