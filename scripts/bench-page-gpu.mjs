@@ -11,6 +11,7 @@
 // and reports its timings. Prints one JSON object: every run, and the median per URL. With
 // LK_PROFILE=1 the worker also profiles the decode steps and each run's table goes to stderr.
 import { chromium } from 'playwright-core';
+import { benchAnswer, loadBundle, tellWorker } from './page-driver.mjs';
 
 const [id, promptArg, genArg, roundsArg, ...urls] = process.argv.slice(2);
 if (!id || !promptArg || !genArg || !roundsArg || urls.length === 0) {
@@ -20,7 +21,6 @@ if (!id || !promptArg || !genArg || !roundsArg || urls.length === 0) {
 const PROMPT = Number(promptArg);
 const GEN = Number(genArg);
 const ROUNDS = Number(roundsArg);
-const LONG = 1_800_000;
 // LK_PROFILE=1: each run also profiles GEN decode steps (dispatches, submissions, device time
 // per kernel from timestamps; add LK_CHROME_ARGS=--enable-webgpu-developer-features for
 // unrounded ones) and prints the table to stderr.
@@ -39,26 +39,11 @@ async function once(url) {
   try {
     const page = await (await browser.newContext()).newPage();
     page.on('pageerror', (e) => console.error(`[pageerror] ${e.message}`));
-    let resolve;
-    const result = new Promise((res) => { resolve = res; });
-    page.on('console', (m) => {
-      const t = m.text();
-      if (t.startsWith('lorekeeper-bench ')) resolve(JSON.parse(t.slice('lorekeeper-bench '.length)));
-      else if (m.type() === 'error') console.error(`[console.error] ${t}`);
-    });
+    const result = benchAnswer(page);
     const u = new URL(url);
     await page.goto(`${u.origin}${u.pathname}${u.search ? `${u.search}&` : '?'}backend=gpu`);
-    await page.waitForSelector('#bundle', { timeout: 60_000 });
-    await page.selectOption('#bundle', id);
-    await page.click('#load');
-    await page.waitForSelector('#phase.ready, #load-error', { timeout: LONG });
-    const err = await page.$('#load-error');
-    if (err) throw new Error(`load failed: ${await err.textContent()}`);
-    const runsOn = await page.textContent('#runs-on');
-    const worker = page.workers().find((w) => w.url().includes('worker-boot'));
-    if (!worker) throw new Error('no engine worker in the page');
-    await worker.evaluate((msg) => self.dispatchEvent(new MessageEvent('message', { data: msg })),
-      JSON.stringify({ type: 'bench_decode', prompt_tokens: PROMPT, gen_tokens: GEN, runs: 1, profile: PROFILE }));
+    const { runs_on: runsOn } = await loadBundle(page, id);
+    await tellWorker(page, { type: 'bench_decode', prompt_tokens: PROMPT, gen_tokens: GEN, runs: 1, profile: PROFILE });
     const r = await result;
     if (r.type === 'failed') throw new Error(r.message);
     if (!/gpu|webgpu|swiftshader/i.test(`${r.backend} ${runsOn}`)) {

@@ -14,6 +14,7 @@
 // Then the demo question through the page's UI (auto backend): time to first streamed token and
 // total. Prints one JSON object.
 import { chromium } from 'playwright-core';
+import { LONG, benchAnswer, loadBundle as loadThrough, tellWorker } from './page-driver.mjs';
 
 const [url, id, question, genArg, runsArg] = process.argv.slice(2);
 if (!url || !id || !question) {
@@ -22,7 +23,6 @@ if (!url || !id || !question) {
 }
 const GEN = Number(genArg || 128);
 const RUNS = Number(runsArg || 3);
-const LONG = 1_800_000;
 // engine/src/generate.rs BENCH_TEXT, repeated (about 530 tokens).
 const BENCH_TEXT = "Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do: once or twice she had peeped into the book her sister was reading, but it had no pictures or conversations in it, 'and what is the use of a book,' thought Alice 'without pictures or conversations?' ";
 const PROMPT = BENCH_TEXT.repeat(8);
@@ -62,30 +62,14 @@ async function wllama(threads) {
 async function loadBundle(page, threads) {
   // The page's threads: all (its default) or one (`?threads=1`).
   await page.goto(threads === 1 ? new URL('?threads=1', url).href : url);
-  await page.waitForSelector('#bundle', { timeout: 60_000 });
-  await page.selectOption('#bundle', id);
-  const t0 = Date.now();
-  await page.click('#load');
-  await page.waitForSelector('#phase.ready, #load-error', { timeout: LONG });
-  const err = await page.$('#load-error');
-  if (err) throw new Error(`load failed: ${await err.textContent()}`);
-  return { load_s: (Date.now() - t0) / 1e3, runs_on: await page.textContent('#runs-on') };
+  return loadThrough(page, id);
 }
 
 async function lorekeeper(promptTokens, threads) {
   return withPage(async (page) => {
-    let resolve;
-    const result = new Promise((res) => { resolve = res; });
-    page.on('console', (m) => {
-      const t = m.text();
-      if (t.startsWith('lorekeeper-bench ')) resolve(JSON.parse(t.slice('lorekeeper-bench '.length)));
-      else if (m.type() === 'error') console.error(`[console.error] ${t}`);
-    });
+    const result = benchAnswer(page);
     const { runs_on } = await loadBundle(page, threads);
-    const worker = page.workers().find((w) => w.url().includes('worker-boot'));
-    if (!worker) throw new Error('no engine worker in the page');
-    await worker.evaluate((msg) => self.dispatchEvent(new MessageEvent('message', { data: msg })),
-      JSON.stringify({ type: 'bench_decode', prompt_tokens: promptTokens, gen_tokens: GEN, runs: RUNS }));
+    await tellWorker(page, { type: 'bench_decode', prompt_tokens: promptTokens, gen_tokens: GEN, runs: RUNS });
     const r = await result;
     if (r.type === 'failed') throw new Error(r.message);
     return { backend: r.backend, runs_on, prompt_tokens: r.prompt_tokens, gen_tokens: r.gen_tokens, ...r.result };

@@ -13,6 +13,7 @@
 // count as containing the gold where the native eval found it. Prints one JSON object.
 import { readFileSync, readdirSync } from 'node:fs';
 import { chromium } from 'playwright-core';
+import { LONG, engineWorker, loadBundle } from './page-driver.mjs';
 
 const [url, id, questionsPath, nArg, nativePath] = process.argv.slice(2);
 if (!url || !id || !questionsPath) {
@@ -20,7 +21,6 @@ if (!url || !id || !questionsPath) {
   process.exit(2);
 }
 const N = Number(nArg || 200);
-const LONG = 1_800_000;
 const set = readFileSync(questionsPath, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
 const native = nativePath ? new Map(JSON.parse(readFileSync(nativePath, 'utf8')).items.map((i) => [i.id, i])) : null;
 
@@ -49,15 +49,8 @@ try {
   const page = await (await browser.newContext()).newPage();
   page.on('pageerror', (e) => console.error(`[pageerror] ${e.message}`));
   await page.goto(url);
-  await page.waitForSelector('#bundle', { timeout: 60_000 });
-  await page.selectOption('#bundle', id);
-  await page.click('#load');
-  await page.waitForSelector('#phase.ready, #load-error', { timeout: LONG });
-  const err = await page.$('#load-error');
-  if (err) throw new Error(`load failed: ${await err.textContent()}`);
-  out.runs_on = await page.textContent('#runs-on');
-  const worker = page.workers().find((w) => w.url().includes('worker-boot'));
-  if (!worker) throw new Error('no engine worker in the page');
+  out.runs_on = (await loadBundle(page, id)).runs_on;
+  const worker = engineWorker(page);
 
   const sample = async (asked) => out.samples.push({
     asked,
