@@ -93,9 +93,11 @@ fn group_scales(sm_off: u32, g: u32) -> vec2<f32> {
     if (KIND != 0u) {
         return unpack2x16float(word(sm_off + g));
     }
-    let b = 2u * g;
-    let smw = word(sm_off + b / 4u) >> (8u * (b % 4u));
-    return vec2<f32>(f32(smw & 0xFFu), f32((smw >> 8u) & 0xFFu));
+    // Group g's two bytes are bytes 2(g % 2) and 2(g % 2) + 1 of word g / 2; multiplied up to
+    // the word's top half and masked there (no shift: SwiftShader runs WGSL's shifts one lane
+    // at a time), then scaled back down (exact).
+    let t = word(sm_off + g / 2u) * select(65536u, 1u, (g & 1u) == 1u);
+    return vec2<f32>(f32(t & 0xFF0000u) * (1.0 / 65536.0), f32(t & 0xFF000000u) * (1.0 / 16777216.0));
 }
 
 // The (d, dmin) of row `row` of a 4-bit matrix whose row scales start at word `rows_off`:
