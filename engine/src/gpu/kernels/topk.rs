@@ -21,7 +21,7 @@ const STAGE_LABELS: [(&str, &str); 3] = [
     ("topk values, later stages", "topk indices, later stages"),
 ];
 
-/// Threads per workgroup of both kernels.
+/// Threads per workgroup of both kernels, at most (`Tuning::select_wg` the least).
 const WG: u32 = 256;
 /// Candidates per thread (`E` in the WGSL; a test checks they agree).
 const E: u32 = 16;
@@ -52,8 +52,15 @@ pub(crate) async fn select(
     k: usize,
     inv_temp: Option<f32>,
 ) -> Result<Selection> {
-    let chunk = (WG * E) as usize;
-    let wg = [("WG", WG)];
+    // The workgroup: the adapter's, widened to 2k so a stage shrinks its candidates
+    // (WG·E of them a workgroup, k out) at least 32-fold.
+    let wg_size = ctx
+        .tuning
+        .select_wg
+        .max((2 * k as u32).next_power_of_two())
+        .min(WG);
+    let chunk = (wg_size * E) as usize;
+    let wg = [("WG", wg_size)];
     // Stage buffers: ping-pong (values, indices).
     let mut n_in = n;
     let mut groups = n.div_ceil(chunk);
