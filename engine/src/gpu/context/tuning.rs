@@ -196,7 +196,9 @@ mod tests {
         assert!(bad("gemv_rpl:3").contains("rows per lane 1, 2, 4 or 8"));
         assert!(bad("gemv_wg:48").contains("?gpu_tuning"));
         assert!(bad("select_wg:12").contains("powers of two"));
-        let t = rasteriser().with_overrides("?gpu_tuning", "select_wg:4").expect("valid");
+        let t = rasteriser()
+            .with_overrides("?gpu_tuning", "select_wg:4")
+            .expect("valid");
         assert_eq!(t.select_wg, 4);
     }
 }
