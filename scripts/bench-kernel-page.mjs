@@ -17,7 +17,7 @@
 //   node scripts/bench-kernel-page.mjs 49152 576 2 '{"WG":8,"TPR":1,"RPL":8,"KIND":2}'
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './page-driver.mjs';
 
 const [nArg, kArg, kindArg, constsArg, repsArg, itersArg, ...files] = process.argv.slice(2);
 if (!nArg || !kArg || !kindArg || !constsArg) {
@@ -110,11 +110,7 @@ async function run(cfg) {
 // WebGPU needs a secure context: a blank page from localhost.
 const server = createServer((_, res) => res.end('<html></html>')).listen(0, '127.0.0.1');
 await new Promise((r) => server.once('listening', r));
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless=new', '--no-sandbox', '--enable-unsafe-webgpu',
-    ...(process.env.LK_CHROME_ARGS ?? '').split(' ').filter(Boolean)],
-});
+const browser = await launchChromium(['--enable-unsafe-webgpu']);
 try {
   const page = await browser.newPage();
   page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') console.error(m.text()); });

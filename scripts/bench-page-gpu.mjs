@@ -10,8 +10,7 @@
 // a `bench_decode` message (prefill of PROMPT_TOKENS, then GEN_TOKENS greedy steps, one run)
 // and reports its timings. Prints one JSON object: every run, and the median per URL. With
 // LK_PROFILE=1 the worker also profiles the decode steps and each run's table goes to stderr.
-import { chromium } from 'playwright-core';
-import { benchAnswer, loadBundle, tellWorker } from './page-driver.mjs';
+import { benchAnswer, launchChromium, loadBundle, tellWorker } from './page-driver.mjs';
 
 const [id, promptArg, genArg, roundsArg, ...urls] = process.argv.slice(2);
 if (!id || !promptArg || !genArg || !roundsArg || urls.length === 0) {
@@ -29,13 +28,7 @@ const PROFILE = process.env.LK_PROFILE === '1';
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
 async function once(url) {
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run', '--disable-quic', '--enable-unsafe-webgpu',
-      // LK_CHROME_ARGS: more flags, e.g. Dawn toggles to see what a cost comes from.
-      ...(process.env.LK_CHROME_ARGS ?? '').split(' ').filter(Boolean)],
-  });
+  const browser = await launchChromium(['--enable-unsafe-webgpu']);
   try {
     const page = await (await browser.newContext()).newPage();
     page.on('pageerror', (e) => console.error(`[pageerror] ${e.message}`));

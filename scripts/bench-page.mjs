@@ -13,8 +13,7 @@
 //     wllama's prompt length (the same text's tokens): prefill, then GEN greedy steps, medians.
 // Then the demo question through the page's UI (auto backend): time to first streamed token and
 // total. Prints one JSON object.
-import { chromium } from 'playwright-core';
-import { LONG, benchAnswer, loadBundle as loadThrough, tellWorker } from './page-driver.mjs';
+import { LONG, benchAnswer, launchChromium, loadBundle as loadThrough, tellWorker } from './page-driver.mjs';
 
 const [url, id, question, genArg, runsArg] = process.argv.slice(2);
 if (!url || !id || !question) {
@@ -30,11 +29,7 @@ const PROMPT = BENCH_TEXT.repeat(8);
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
 async function withPage(fn) {
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run', '--disable-quic'],
-  });
+  const browser = await launchChromium();
   try {
     const page = await (await browser.newContext()).newPage();
     page.on('pageerror', (e) => console.error(`[pageerror] ${e.message}`));

@@ -8,8 +8,8 @@
 // same message type the page would send) with every question of the file; the worker embeds each
 // query on the WebGPU adapter and on the wasm CPU backend and runs the fused search REPEAT times.
 // Prints one JSON object: p50/p99 per measure, in milliseconds.
-import { chromium } from 'playwright-core';
 import { readFileSync } from 'node:fs';
+import { LONG, benchAnswer, launchChromium, loadBundle, tellWorker } from './page-driver.mjs';
 
 const [url, id, questionsPath, repeatArg] = process.argv.slice(2);
 if (!url || !id || !questionsPath) {
@@ -19,7 +19,6 @@ if (!url || !id || !questionsPath) {
 const repeat = Number(repeatArg || 20);
 const queries = readFileSync(questionsPath, 'utf8').split('\n').filter((l) => l.trim())
   .map((l) => JSON.parse(l).question);
-const LONG = 1_800_000;
 
 function pct(xs, p) {
   if (!xs.length) return null;
@@ -30,35 +29,20 @@ function summary(xs) {
   return { n: xs.length, p50_ms: pct(xs, 50), p99_ms: pct(xs, 99) };
 }
 
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
-    '--disable-sync', '--no-first-run', '--disable-quic', '--enable-unsafe-webgpu'],
-});
+const browser = await launchChromium(['--enable-unsafe-webgpu']);
 try {
   const page = await (await browser.newContext()).newPage();
   page.on('pageerror', (e) => console.error(`[pageerror] ${e.message}`));
-  let resolveBench, rejectBench;
-  const result = new Promise((res, rej) => { resolveBench = res; rejectBench = rej; });
-  page.on('console', (m) => {
-    const t = m.text();
-    if (t.startsWith('lorekeeper-bench ')) resolveBench(JSON.parse(t.slice('lorekeeper-bench '.length)));
-    else if (m.type() === 'error') console.error(`[console.error] ${t}`);
-  });
+  const answer = benchAnswer(page);
   await page.goto(url);
-  await page.waitForSelector('#bundle', { timeout: 60_000 });
-  await page.selectOption('#bundle', id);
-  const t0 = Date.now();
-  await page.click('#load');
-  await page.waitForSelector('#phase.ready', { timeout: LONG });
-  const loadSeconds = (Date.now() - t0) / 1e3;
-  const worker = page.workers().find((w) => w.url().includes('worker'));
-  if (!worker) throw new Error('no engine worker in the page');
+  const { load_s: loadSeconds } = await loadBundle(page, id);
   // The worker's own message handler gets the request (as if the page had posted it).
-  await worker.evaluate((msg) => self.dispatchEvent(new MessageEvent('message', { data: msg })),
-    JSON.stringify({ type: 'bench', queries, k: 10, repeat }));
-  const timer = setTimeout(() => rejectBench(new Error('no bench result in time')), LONG);
-  const r = await result;
+  await tellWorker(page, { type: 'bench', queries, k: 10, repeat });
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error('no bench result in time')), LONG);
+  });
+  const r = await Promise.race([answer, late]);
   clearTimeout(timer);
   if (r.type !== 'bench') throw new Error(`unexpected reply ${JSON.stringify(r).slice(0, 300)}`);
   console.log(JSON.stringify({

@@ -1,9 +1,23 @@
-// What the page scripts share (bench-page.mjs, bench-page-gpu.mjs, soak-page.mjs): a bundle
-// loaded through the page's UI, the engine worker found and sent a message, and the worker's
-// benchmark answer read from the console, where the page logs it as `lorekeeper-bench {json}`.
+// What the page scripts share (bench-page.mjs, bench-page-gpu.mjs, soak-page.mjs,
+// bench-search-wasm.mjs, bench-kernel-page.mjs): headless Chromium started with one set of
+// flags, a bundle loaded through the page's UI, the engine worker found and sent a message, and
+// the worker's benchmark answer read from the console, where the page logs it as
+// `lorekeeper-bench {json}`.
+import { chromium } from 'playwright-core';
 
 // The longest a load or an answer may take (ms).
 export const LONG = 1_800_000;
+
+// Debian's headless Chromium, quiet (no background traffic or updates), with `extra` flags
+// (e.g. `--enable-unsafe-webgpu`) and those of LK_CHROME_ARGS (e.g. Dawn toggles).
+export function launchChromium(extra = []) {
+  return chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--no-first-run', '--disable-quic', ...extra,
+      ...(process.env.LK_CHROME_ARGS ?? '').split(' ').filter(Boolean)],
+  });
+}
 
 // Loads bundle `id` through the UI of `page` (already at the site): seconds the load took
 // and where the engine runs (`#runs-on`). A load the page reports failed is an error.

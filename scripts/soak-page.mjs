@@ -12,8 +12,7 @@
 // page answer of the first pass is compared with the native one, and the answers equal to it
 // count as containing the gold where the native eval found it. Prints one JSON object.
 import { readFileSync, readdirSync } from 'node:fs';
-import { chromium } from 'playwright-core';
-import { LONG, engineWorker, loadBundle } from './page-driver.mjs';
+import { LONG, engineWorker, launchChromium, loadBundle } from './page-driver.mjs';
 
 const [url, id, questionsPath, nArg, nativePath] = process.argv.slice(2);
 if (!url || !id || !questionsPath) {
@@ -39,11 +38,7 @@ function rendererRssMib() {
   return kb / 1024;
 }
 
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
-    '--disable-sync', '--no-first-run', '--disable-quic', '--enable-precise-memory-info'],
-});
+const browser = await launchChromium(['--enable-precise-memory-info']);
 const out = { questions: 0, errors: 0, actions: {}, samples: [] };
 try {
   const page = await (await browser.newContext()).newPage();
