@@ -68,7 +68,8 @@ fn nib(v: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(v, v >> 4u, v >> 8u, v >> 12u) & vec4<u32>(15u));
 }
 
-// The four signed bytes of `v` (q8_0 codes), sign-extended by an arithmetic shift.
+// The four signed bytes of `v` (q8_0 codes), sign-extended by an arithmetic shift (GPUs'
+// q8_gemv.wgsl; the rasterisers' group kernel has `codes24`, without a shift).
 fn codes(v: u32) -> vec4<f32> {
     let s = vec4<i32>(bitcast<i32>(v << 24u), bitcast<i32>(v << 16u), bitcast<i32>(v << 8u), bitcast<i32>(v));
     return vec4<f32>(s >> vec4<u32>(24u));
