@@ -42,6 +42,8 @@ mod generate;
 mod perplexity;
 #[cfg(not(target_arch = "wasm32"))]
 mod search;
+#[cfg(not(target_arch = "wasm32"))]
+mod synthetic;
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {
