@@ -78,7 +78,14 @@ browser_tests() {
     | python3 scripts/time-lines.py target/browser-tests.tsv
 }
 phase "wasm-bindgen-cli, Trunk (waits for a background install)" bash scripts/setup.sh --tools
-phase "browser build + clippy (wasm32)" bash -c 'cd tests && cargo test --target wasm32-unknown-unknown --test web --no-run'
+# With the page's benchmark harness for bench-arch's models (scripts/page-arch, its own
+# workspace: checked and linted here so that it keeps compiling against the engine).
+browser_build() {
+  (cd tests && cargo test --target wasm32-unknown-unknown --test web --no-run) &&
+  (cd scripts/page-arch && cp ../../Cargo.lock . &&
+    CARGO_TARGET_DIR=../../target cargo check --target wasm32-unknown-unknown --features verify)
+}
+phase "browser build + clippy (wasm32)" browser_build
 phase "browser tests (headless Chromium)" browser_tests
 # The CPU path on wasm threads (the page's threaded build): nightly, std rebuilt with atomics.
 # Dependencies at opt-level 1 here (2 elsewhere): these checks run the engine's own code, so
