@@ -218,6 +218,11 @@ fn fused_kernels_pass_the_adapters_own_check() {
             ctx.tuning.fuse,
             "groups={groups} TPR={tpr}: fusions left off"
         );
+        // TPR 8 fits lavapipe's subgroups: the check compared the shuffled sums too.
+        assert!(
+            ctx.tuning.gemv_subgroups,
+            "groups={groups} TPR={tpr}: subgroup sums left off"
+        );
     }
 }
 
@@ -330,35 +335,53 @@ fn gemv_every_threads_per_row() {
         (true, 1, 4),
         (true, 1, 8),
     ];
+    let mut shuffled = 0;
     for (groups, unroll, rpl) in variants {
         let tprs: &[u32] = if rpl > 1 {
             &[1]
         } else {
             &[1, 2, 8, 16, 32, 64]
         };
-        for &tpr in tprs {
+        // Each TPR through workgroup memory, and again by subgroup shuffles where the adapter
+        // has subgroups that hold a row's lanes (lavapipe: 8 lanes, so TPR 2 and 8).
+        for (&tpr, subgroups) in tprs.iter().flat_map(|t| [(t, false), (t, true)]) {
             ctx.tuning.gemv_tpr = tpr;
             ctx.tuning.gemv_groups = groups;
             ctx.tuning.gemv_unroll = unroll;
             ctx.tuning.gemv_rpl = rpl;
+            ctx.tuning.gemv_subgroups = subgroups;
+            if subgroups && !ctx.subgroup_rows() {
+                continue;
+            }
+            shuffled += usize::from(subgroups);
             // Up to 64 threads a row need a workgroup as wide; rows per lane run 16 lanes wide
             // here (the rasterisers' own 8 lanes run in every test on the default tuning).
             ctx.tuning.gemv_wg = if rpl > 1 { 16 } else { 64 };
             for seed in SEEDS {
                 let who = format!(
-                    "{} TPR={tpr} groups={groups} unroll={unroll} rows per lane={rpl} WG={}",
+                    "{} TPR={tpr} groups={groups} unroll={unroll} rows per lane={rpl} WG={} \
+                     subgroups={subgroups}",
                     ctx.describe(),
                     ctx.tuning.gemv_wg
                 );
                 report(&who, seed, pollster::block_on(suite::q4_gemv(&ctx, seed)));
                 report(&who, seed, pollster::block_on(suite::q4_fused(&ctx, seed)));
-                if unroll == 4 {
+                if unroll == 4 && !subgroups {
                     // The f32 GEMV (Qwen3.5's small projections) shares the threads per row.
                     report(&who, seed, pollster::block_on(suite::f32_gemv(&ctx, seed)));
                 }
             }
         }
     }
+    // An adapter with subgroups (lavapipe's, in CI) ran the shuffled sums.
+    if let Some(min) = ctx.subgroup_min() {
+        assert!(
+            shuffled > 0,
+            "{}: subgroups of {min} or more, yet no GEMV variant summed by shuffles",
+            ctx.describe()
+        );
+    }
+    ctx.tuning.gemv_subgroups = true;
     (
         ctx.tuning.gemv_groups,
         ctx.tuning.gemv_tpr,

@@ -148,6 +148,8 @@ pub struct GpuContext {
     dummy_out: [wgpu::Buffer; 2],
     errors: Arc<Mutex<Vec<String>>>,
     lost: Arc<Mutex<Option<String>>>,
+    /// The adapter's smallest subgroup, where the device has subgroups.
+    subgroup_min: Option<u32>,
 }
 
 /// The step's command encoder, begun on first use.
@@ -206,7 +208,10 @@ impl GpuContext {
         let limits = required_limits(&info.name, &have, &req)?;
         // Timestamps for `lorekeeper bench --profile` and the page's profile, where the
         // adapter has them (used only while a profile runs).
-        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
+        // Subgroups where the adapter has them (native Vulkan, Metal, DX12; wgpu's WebGPU
+        // backend does not offer them): the GEMVs then sum a row's lanes by shuffles.
+        let features =
+            adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SUBGROUP);
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("lorekeeper"),
@@ -244,6 +249,10 @@ impl GpuContext {
         };
         let dummy = unused("unused binding");
         let dummy_out = [unused("unused output 1"), unused("unused output 2")];
+        let subgroup_min = features
+            .contains(wgpu::Features::SUBGROUP)
+            .then_some(info.subgroup_min_size)
+            .filter(|&n| n > 0);
         Ok(GpuContext {
             tuning: Tuning::for_adapter(&info).overridden(TUNING_ENV)?,
             device,
@@ -268,6 +277,7 @@ impl GpuContext {
             dummy_out,
             errors,
             lost,
+            subgroup_min,
         })
     }
 
@@ -283,6 +293,19 @@ impl GpuContext {
             "{} [{:?}, {:?}]",
             self.info.name, self.info.backend, self.info.device_type
         )
+    }
+
+    /// The adapter's smallest subgroup (invocations), where the device has subgroups.
+    pub fn subgroup_min(&self) -> Option<u32> {
+        self.subgroup_min
+    }
+
+    /// Whether the GEMVs sum a row's lanes by subgroup shuffles (`gemv_reduce_sg.wgsl`): the
+    /// device has subgroups, the tuning allows them (`gemv_subgroups`), and a row's lanes
+    /// (more than one) fit in the adapter's smallest subgroup.
+    pub fn subgroup_rows(&self) -> bool {
+        let tpr = self.tuning.gemv_tpr;
+        self.tuning.gemv_subgroups && tpr > 1 && self.subgroup_min.is_some_and(|min| tpr <= min)
     }
 
     /// The adapter's information.

@@ -20,32 +20,55 @@ const COLS: usize = 96;
 impl GpuContext {
     /// Runs the fused ops and the plain ones on the same small random inputs; if any output
     /// differs beyond float rounding, leaves the fusions off (`tuning.fuse = false`) and
-    /// returns what differed. `Ok(None)`: they agree (or the fusions were off already).
+    /// returns what differed. `Ok(None)`: they agree (or the fusions were off already). Where
+    /// the GEMVs would sum a row's lanes by subgroup shuffles, first checks those against
+    /// the workgroup-memory sum the same way (off, `tuning.gemv_subgroups = false`, where
+    /// they differ: a driver whose subgroups do not hold consecutive invocations).
     pub async fn verify_fused(&mut self) -> Result<Option<String>> {
-        if !self.tuning.fuse {
-            return Ok(None);
-        }
-        let fused = outputs(self).await?;
-        self.tuning.fuse = false;
-        let plain = outputs(self).await?;
-        for ((op, f), p) in fused.iter().zip(&plain) {
-            let bad = f.iter().zip(&p.1).position(|(&a, &b)| {
-                let diff = (a - b).abs();
-                !diff.is_finite() || diff > 1e-4 + 1e-4 * b.abs()
-            });
-            if let Some(i) = bad {
-                return Ok(Some(format!(
-                    "the fused {op} on {} gave {} at [{i}] where the plain ops give {}; \
-                     the fusions are off",
-                    self.adapter_description(),
-                    f[i],
-                    p.1[i]
-                )));
+        let mut why = Vec::new();
+        if self.subgroup_rows() {
+            let shuffled = outputs(self).await?;
+            self.tuning.gemv_subgroups = false;
+            let plain = outputs(self).await?;
+            match first_difference(&shuffled, &plain) {
+                Some((op, i, a, b)) => why.push(format!(
+                    "the {op} with subgroup sums on {} gave {a} at [{i}] where workgroup \
+                     memory gives {b}; subgroup sums are off",
+                    self.adapter_description()
+                )),
+                None => self.tuning.gemv_subgroups = true,
             }
         }
-        self.tuning.fuse = true;
-        Ok(None)
+        if self.tuning.fuse {
+            let fused = outputs(self).await?;
+            self.tuning.fuse = false;
+            let plain = outputs(self).await?;
+            match first_difference(&fused, &plain) {
+                Some((op, i, a, b)) => why.push(format!(
+                    "the fused {op} on {} gave {a} at [{i}] where the plain ops give {b}; \
+                     the fusions are off",
+                    self.adapter_description()
+                )),
+                None => self.tuning.fuse = true,
+            }
+        }
+        Ok((!why.is_empty()).then(|| why.join("; ")))
     }
+}
+
+/// The first output of `a` that differs from `b`'s beyond float rounding: the op, the index
+/// and the two values.
+fn first_difference(
+    a: &[(&'static str, Vec<f32>)],
+    b: &[(&'static str, Vec<f32>)],
+) -> Option<(&'static str, usize, f32, f32)> {
+    a.iter().zip(b).find_map(|((op, x), (_, y))| {
+        let i = x.iter().zip(y).position(|(&u, &v)| {
+            let diff = (u - v).abs();
+            !diff.is_finite() || diff > 1e-4 + 1e-4 * v.abs()
+        })?;
+        Some((*op, i, x[i], y[i]))
+    })
 }
 
 /// The residual-add GEMV, the SwiGLU GEMV and RMSNorm with RoPE on fixed random inputs.

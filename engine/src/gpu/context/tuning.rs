@@ -59,6 +59,9 @@ pub struct Tuning {
     /// Decoders' KV caches in f16 (half the bytes decode attention reads, half the memory),
     /// not f32 ([`crate::Backend::kv_format`]).
     pub kv_f16: bool,
+    /// The GEMVs sum a row's lanes by subgroup shuffles where the device has subgroups and
+    /// the row's lanes fit in one (`GpuContext::subgroup_rows`); off: through workgroup memory.
+    pub gemv_subgroups: bool,
 }
 
 /// The environment variable whose `field=value,…` list overrides the adapter's tuning (for
@@ -104,6 +107,7 @@ impl Tuning {
                 "kv_dispatch" => self.kv_dispatch = v != 0,
                 "fuse" => self.fuse = v != 0,
                 "kv_f16" => self.kv_f16 = v != 0,
+                "gemv_subgroups" => self.gemv_subgroups = v != 0,
                 _ => return Err(bad("unknown field")),
             }
         }
@@ -165,6 +169,7 @@ impl Tuning {
             kv_dispatch: !cpu,
             fuse: true,
             kv_f16: true,
+            gemv_subgroups: true,
         }
     }
 }

@@ -1,7 +1,9 @@
-// Prepended to the block GEMV kernels (q4_gemv, q4_gemv_groups, q8_gemv: `shader!(NAME,
-// gemv_common)`): their tuning constants, parameters, the bindings they share (binding 1, the
-// weights, each kernel declares in the type it reads them as, with `fn word(i)` reading its
-// word i), where an invocation works, the 4-bit scales and the reduction over a row's lanes.
+// Prepended to the block GEMV kernels (q4_gemv, q4_gemv_groups, q8_gemv: `shader!(LABEL =
+// NAME, gemv_common, REDUCE)`): their tuning constants, parameters, the bindings they share
+// (binding 1, the weights, each kernel declares in the type it reads them as, with `fn word(i)`
+// reading its word i), where an invocation works and the 4-bit scales. REDUCE is the reduction
+// over a row's lanes, `row_sum`: gemv_reduce.wgsl (workgroup memory) or gemv_reduce_sg.wgsl
+// (subgroup shuffles, where the adapter has them).
 // TPR threads cooperate on one output row, WG/TPR rows per workgroup.
 
 override WG: u32 = 64u;   // invocations per workgroup, power of two, <= 256
@@ -48,19 +50,6 @@ fn store(i: u32, v: f32) {
     } else {
         out[i] = v;
     }
-}
-
-// The (scaled dot, scaled sum) of a row summed over its TPR lanes, valid in lane 0. Every
-// invocation of the workgroup must call it (it holds barriers).
-fn row_sum(lid: u32, lane: u32, acc: vec2<f32>) -> vec2<f32> {
-    part[lid] = acc;
-    for (var s = TPR / 2u; s > 0u; s = s / 2u) {
-        workgroupBarrier();
-        if (lane < s) {
-            part[lid] += part[lid + s];
-        }
-    }
-    return part[lid];
 }
 
 // The 4-bit codes of the low 16 bits of `v` as four values.

@@ -10,14 +10,50 @@ use crate::gpu::context::{GpuContext, Shader};
 
 /// The decode kernel (LQ4, lq4h): one 4-byte word per lane and step (`U` steps' loads issued
 /// together), for GPUs.
-pub const GEMV: Shader = crate::shader!("q4_gemv", gemv_common);
+pub const GEMV: Shader = crate::shader!("q4_gemv" = "q4_gemv", gemv_common, gemv_reduce);
 /// The decode kernel for CPU rasterisers: one 32-weight group (16 bytes) per lane and step.
-pub const GEMV_GROUPS: Shader = crate::shader!("q4_gemv_groups", gemv_common);
+pub const GEMV_GROUPS: Shader = crate::shader!(
+    "q4_gemv_groups" = "q4_gemv_groups",
+    gemv_common,
+    gemv_reduce
+);
 /// The decode kernel for `q8_0` weights on GPUs: one word per lane and step.
-pub const Q8_GEMV: Shader = crate::shader!("q8_gemv", gemv_common);
+pub const Q8_GEMV: Shader = crate::shader!("q8_gemv" = "q8_gemv", gemv_common, gemv_reduce);
 /// The decode kernel for `q8_0` weights on CPU rasterisers: the group kernel with `KIND` 2 (one
 /// 32-byte group per lane and step), under its own label.
-pub const Q8_GEMV_GROUPS: Shader = crate::shader!("q8_gemv_groups" = "q4_gemv_groups", gemv_common);
+pub const Q8_GEMV_GROUPS: Shader = crate::shader!(
+    "q8_gemv_groups" = "q4_gemv_groups",
+    gemv_common,
+    gemv_reduce
+);
+
+/// The same four kernels with a row's lanes summed by subgroup shuffles
+/// (`gemv_reduce_sg.wgsl`), where [`GpuContext::subgroup_rows`] says so.
+pub const GEMV_SG: Shader = crate::shader!("q4_gemv_sg" = "q4_gemv", gemv_common, gemv_reduce_sg);
+/// [`GEMV_GROUPS`] with subgroup shuffles.
+pub const GEMV_GROUPS_SG: Shader = crate::shader!(
+    "q4_gemv_groups_sg" = "q4_gemv_groups",
+    gemv_common,
+    gemv_reduce_sg
+);
+/// [`Q8_GEMV`] with subgroup shuffles.
+pub const Q8_GEMV_SG: Shader =
+    crate::shader!("q8_gemv_sg" = "q8_gemv", gemv_common, gemv_reduce_sg);
+/// [`Q8_GEMV_GROUPS`] with subgroup shuffles.
+pub const Q8_GEMV_GROUPS_SG: Shader = crate::shader!(
+    "q8_gemv_groups_sg" = "q4_gemv_groups",
+    gemv_common,
+    gemv_reduce_sg
+);
+
+/// `plain`, or `sg` (its subgroup form) where [`GpuContext::subgroup_rows`] says so.
+fn reduced<'a>(ctx: &GpuContext, plain: &'a Shader, sg: &'a Shader) -> &'a Shader {
+    if ctx.subgroup_rows() {
+        sg
+    } else {
+        plain
+    }
+}
 /// The prefill kernel.
 pub const GEMM: Shader = crate::shader!("q4_gemm");
 
@@ -142,9 +178,9 @@ pub(crate) fn dispatch_with(
     let t = ctx.tuning;
     let q8 = w.kind == GpuQ4::Q8;
     let gemv = match (q8, t.gemv_groups) {
-        (true, false) => &Q8_GEMV,
-        (true, true) => &Q8_GEMV_GROUPS,
-        (false, _) => &GEMV_GROUPS,
+        (true, false) => reduced(ctx, &Q8_GEMV, &Q8_GEMV_SG),
+        (true, true) => reduced(ctx, &Q8_GEMV_GROUPS, &Q8_GEMV_GROUPS_SG),
+        (false, _) => reduced(ctx, &GEMV_GROUPS, &GEMV_GROUPS_SG),
     };
     let label = match kernel {
         MatmulKernel::Gemv => gemv.label,
@@ -162,7 +198,7 @@ pub(crate) fn dispatch_with(
             let acc = u32::from(matches!(epilogue, Epilogue::Add));
             // Several rows a lane: the group kernel with one thread per row (q8_gemv has no
             // RPL).
-            let groups = !std::ptr::eq(gemv, &Q8_GEMV);
+            let groups = !std::ptr::eq(gemv, &Q8_GEMV) && !std::ptr::eq(gemv, &Q8_GEMV_SG);
             let rpl = if groups && t.gemv_tpr == 1 {
                 t.gemv_rpl
             } else {
@@ -252,7 +288,8 @@ pub(crate) fn gemv_word(
             Epilogue::Glu(up) => up.buf.size(),
             _ => 0,
         };
-    ctx.note_weight_bytes(GEMV.label, bytes);
+    let gemv = reduced(ctx, &GEMV, &GEMV_SG);
+    ctx.note_weight_bytes(gemv.label, bytes);
     let mut g = crate::gpu::context::grid(total);
     g[2] = m as u32;
     let (eps, offset) = norm.map_or((0, 0), |n| (n.eps.to_bits(), n.offset.to_bits()));
@@ -268,7 +305,7 @@ pub(crate) fn gemv_word(
         ("NORM_EPS", eps),
         ("NORM_OFFSET", offset),
     ];
-    ctx.dispatch(&GEMV, &consts, bytemuck::bytes_of(&params), &buffers, g)
+    ctx.dispatch(gemv, &consts, bytemuck::bytes_of(&params), &buffers, g)
 }
 
 #[cfg(test)]
