@@ -3,7 +3,8 @@
 //! GEMV, RMSNorm with RoPE, RoPE with the KV cache append, with and without the norms) give
 //! what the plain ops they stand for give. The kernel tests hold them to the oracle on lavapipe
 //! in CI, but a driver that compiles one of them wrongly should cost speed, not answers: where
-//! they differ, the context turns the fusions off and says why.
+//! they differ, the context turns the fusions off and says why. The GEMVs' row sums by subgroup
+//! shuffles (where the device has subgroups) are checked against workgroup memory the same way.
 
 use crate::backend::MatmulInput::{Plain, RmsNormed};
 use crate::backend::{rope_table, AttnShape, Backend, KvFormat, MatmulKernel, RopeShape};
