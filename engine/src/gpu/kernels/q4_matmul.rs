@@ -198,7 +198,7 @@ pub(crate) fn dispatch_with(
             let acc = u32::from(matches!(epilogue, Epilogue::Add));
             // Several rows a lane: the group kernel with one thread per row (q8_gemv has no
             // RPL).
-            let groups = !std::ptr::eq(gemv, &Q8_GEMV) && !std::ptr::eq(gemv, &Q8_GEMV_SG);
+            let groups = !q8 || t.gemv_groups;
             let rpl = if groups && t.gemv_tpr == 1 {
                 t.gemv_rpl
             } else {
