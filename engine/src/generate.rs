@@ -675,6 +675,28 @@ pub async fn bench_decode<B: Backend>(
     })
 }
 
+/// A profile of the prefill of `ids` and the readback of its last logits (see
+/// [`Backend::start_profile`]); `None` where the backend keeps none.
+pub async fn profile_prefill<B: Backend>(
+    b: &B,
+    model: &mut Decoder<B>,
+    ids: &[u32],
+) -> Result<Option<crate::backend::Profile>> {
+    if ids.is_empty() {
+        return Err(EngineError::Question(
+            "the benchmark prompt is empty".into(),
+        ));
+    }
+    model.reset(b)?;
+    b.start_profile();
+    model.forward(b, ids, false)?;
+    greedy(b, model, model.vocab_size()).await?;
+    if cfg!(target_arch = "wasm32") {
+        b.read(model.logits().0, 0, 1).await?;
+    }
+    Ok(b.take_profile())
+}
+
 /// A profile of `gen` greedy decode steps after `ids` (see [`Backend::start_profile`]);
 /// `None` where the backend keeps none.
 pub async fn profile_decode<B: Backend>(

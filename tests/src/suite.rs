@@ -721,6 +721,60 @@ async fn attention_kv_in<B: Backend>(b: &B, seed: u64, format: KvFormat, by4: bo
         .await
 }
 
+/// Prefill attention over an f32 and an f16 KV cache: 9–70 query tokens (more than a
+/// workgroup of the rasterisers' rows kernel takes, and rarely a multiple of it) after 0–200
+/// earlier positions, a group of 1, 2, 3, 4, 5 or 8 query heads per KV head, head_dim a
+/// multiple of 8, of 4 only (the f16 cache's narrow words), or neither (the one-pass kernel),
+/// causal as a decoder's prompt; NaN past the new positions.
+pub async fn attention_prefill<B: Backend>(b: &B, seed: u64) -> Check {
+    let op = "prefill attention over KV caches";
+    let mut rng = Pcg32::new(seed + 900);
+    let mut lines = Vec::new();
+    for (n, format) in [KvFormat::F32, KvFormat::F16].into_iter().enumerate() {
+        let pick = seed as usize * 2 + n;
+        let tokens = rng.range(9, 70);
+        let kv_heads = rng.range(1, 3);
+        let heads = kv_heads * [1, 2, 3, 4, 5, 8][pick % 6];
+        let head_dim = match pick % 4 {
+            0 => 8 * rng.range(1, 16),
+            1 => 8 * rng.range(0, 15) + 4,
+            2 => 64,
+            _ => 4 * rng.range(0, 31) + 1 + rng.range(0, 2),
+        };
+        let pos0 = rng.range(0, 200);
+        let ctx = pos0 + tokens + rng.range(1, 9);
+        let row = kv_heads * head_dim;
+        let c = AppendCase {
+            tokens,
+            heads,
+            kv_heads,
+            head_dim,
+            pos0,
+            ctx,
+            table: Vec::new(),
+            old: [
+                rng.normal_vec(pos0 * row, 1.0),
+                rng.normal_vec(pos0 * row, 1.0),
+            ],
+            q: rng.normal_vec(tokens * heads * head_dim, 1.0),
+            k: rng.normal_vec(tokens * row, 1.0),
+            v: rng.normal_vec(tokens * row, 1.0),
+        };
+        let caches = c.caches(b, format, op)?;
+        for (cache, new) in caches.iter().zip([&c.k, &c.v]) {
+            let nd = b.upload("new", new).map_err(e(op))?;
+            b.write_kv(&nd, 0, cache, c.dst(), new.len())
+                .map_err(e(op))?;
+        }
+        let qd = b.upload("q", &c.q).map_err(e(op))?;
+        lines.push(
+            c.attention(b, (&qd, &c.q), &caches, (&c.k, format), (op, ""))
+                .await?,
+        );
+    }
+    Ok(lines.join("; "))
+}
+
 /// `x` as a KV cache in `format` holds it (f16: rounded to the nearest half, ties to even).
 fn as_stored(format: KvFormat, x: &[f32]) -> Vec<f32> {
     match format {

@@ -67,6 +67,7 @@ on_both!(
     rms_norm_rope,
     attention,
     attention_kv,
+    attention_prefill,
     rope_append,
     rms_norm_rope_append,
     silu_mul,
@@ -313,6 +314,27 @@ fn decode_attention_lanes_every_range() {
             "{} lanes: {keys} keys a range, {width} lanes, target groups {groups}",
             ctx.describe()
         );
+        attention_suites(&ctx, &who);
+    }
+}
+
+#[test]
+fn prefill_attention_every_row_count() {
+    // CPU rasterisers take the rows kernel for prefill (a lane per query token and group of
+    // query heads, TB tokens a workgroup); GPUs the one-pass kernel (prefill_rows 0). Every
+    // count must be exact: one token a workgroup, counts that do not divide the tokens, and
+    // more than a prefill chunk holds (the workgroup's lanes capped at 256).
+    let mut ctx = own_gpu();
+    for rows in [0, 1, 3, 8, 64] {
+        ctx.tuning.prefill_rows = rows;
+        let who = format!("{} prefill rows={rows}", ctx.describe());
+        for seed in SEEDS {
+            report(
+                &who,
+                seed,
+                pollster::block_on(suite::attention_prefill(&ctx, seed)),
+            );
+        }
         attention_suites(&ctx, &who);
     }
 }

@@ -69,6 +69,7 @@ on_both!(
     rms_norm_rope,
     attention,
     attention_kv,
+    attention_prefill,
     rope_append,
     rms_norm_rope_append,
     silu_mul,
@@ -87,7 +88,7 @@ on_both!(
 );
 
 /// A hardware GPU's tuning in the page (the word GEMV with its fused forms, 16 threads a row,
-/// KV appends inside the pass, the tiled decode attention), which SwiftShader's own tuning never takes: the browser's
+/// KV appends inside the pass, the tiled decode attention, the one-pass prefill attention), which SwiftShader's own tuning never takes: the browser's
 /// WebGPU validates bindings more strictly than wgpu natively (one buffer bound writable
 /// twice in a dispatch is refused), so the kernels a page on a real GPU runs are run here.
 #[wasm_bindgen_test]
@@ -102,11 +103,13 @@ async fn gpu_tuning_kernels() {
         g.tuning.gemv_wg,
         g.tuning.kv_dispatch,
         g.tuning.decode_lanes,
-    ) = (false, 16, 64, true, 0);
+        g.tuning.prefill_rows,
+    ) = (false, 16, 64, true, 0, 0);
     let who = format!("{} with a GPU's tuning", g.describe());
     for seed in SEEDS {
         report(&who, seed, suite::q4_fused(&g, seed).await);
         report(&who, seed, suite::attention_kv(&g, seed).await);
+        report(&who, seed, suite::attention_prefill(&g, seed).await);
         report(&who, seed, suite::rms_norm_rope(&g, seed).await);
         report(&who, seed, suite::rope_append(&g, seed).await);
         report(&who, seed, suite::rms_norm_rope_append(&g, seed).await);

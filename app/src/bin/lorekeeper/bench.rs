@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use lorekeeper_engine::generate::{bench_decode, bench_prompt, profile_decode};
+use lorekeeper_engine::generate::{bench_decode, bench_prompt, profile_decode, profile_prefill};
 use lorekeeper_engine::Backend;
 
 use crate::common::{load, on_backend, print_profile, ModelArgs};
@@ -24,8 +24,8 @@ pub struct Args {
     /// Print JSON
     #[arg(long)]
     json: bool,
-    /// Then profile the decode steps: dispatches, submissions and device time per kernel
-    /// (timestamps where the GPU adapter has them)
+    /// Then profile the prefill and the decode steps: dispatches, submissions and device time
+    /// per kernel (timestamps where the GPU adapter has them)
     #[arg(long)]
     profile: bool,
 }
@@ -52,9 +52,12 @@ fn bench_on<B: Backend>(b: &B, a: &Args, threads: usize) -> Result<()> {
     let r = pollster::block_on(bench_decode(b, &mut model, &ids, gen, runs))?;
     let (p, d, f) = (r.prefill_tok_s, r.decode_tok_s, r.ttft_s);
     if a.profile {
-        match pollster::block_on(profile_decode(b, &mut model, &ids, gen))? {
-            Some(prof) => print_profile(&prof, gen, 1e3 / d),
+        match pollster::block_on(profile_prefill(b, &mut model, &ids))? {
+            Some(prof) => print_profile(&prof, ("prefill", n), 1e3 / p),
             None => eprintln!("profile: {} keeps no profile", b.describe()),
+        }
+        if let Some(prof) = pollster::block_on(profile_decode(b, &mut model, &ids, gen))? {
+            print_profile(&prof, ("decode", gen), 1e3 / d);
         }
     }
     let peer = match a.llama_cpp.as_deref() {

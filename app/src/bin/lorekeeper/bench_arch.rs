@@ -143,7 +143,7 @@ fn bench_arch_on<B: Backend>(
                 match b.take_profile() {
                     Some(p) => {
                         println!("{label} @ {c}, {}:", b.describe());
-                        print_profile(&p, gen, s * 1e3 / gen as f64);
+                        print_profile(&p, ("decode", gen), s * 1e3 / gen as f64);
                     }
                     None => eprintln!("profile: {} keeps no profile", b.describe()),
                 }

@@ -149,13 +149,18 @@ pub fn resident_mib() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// Prints a decode profile per token: dispatches, submissions and each kernel's device time
-/// (where the adapter has timestamps) with the weight bandwidth of the matmuls.
-pub fn print_profile(p: &lorekeeper_engine::Profile, tokens: usize, wall_ms_per_token: f64) {
+/// Prints a profile of `tokens` decode steps or prefilled tokens (`what`), per token:
+/// dispatches, submissions and each kernel's device time (where the adapter has timestamps)
+/// with the weight bandwidth of the matmuls.
+pub fn print_profile(
+    p: &lorekeeper_engine::Profile,
+    (what, tokens): (&str, usize),
+    wall_ms_per_token: f64,
+) {
     let t = tokens.max(1) as f64;
     let busy: u64 = p.kernels.iter().map(|k| k.ns).sum();
     println!(
-        "profile over {tokens} decode tokens: {:.0} dispatches and {:.1} submissions per token{}",
+        "profile over {tokens} {what} tokens: {:.0} dispatches and {:.1} submissions per token{}",
         p.dispatches as f64 / t,
         p.submissions as f64 / t,
         if p.timed {

@@ -41,6 +41,10 @@ pub struct Tuning {
     /// Lanes of one `attention_lanes.wgsl` workgroup, at most (the rasteriser's SIMD width):
     /// as many key ranges as fit beside a KV head's query heads.
     pub lanes_width: u32,
+    /// Prefill attention through `attention_rows.wgsl` (one lane per query token and group of
+    /// query heads, walking the keys in order: CPU rasterisers), this many query tokens a
+    /// workgroup; 0: the one-pass kernel (GPUs).
+    pub prefill_rows: u32,
     /// Workgroups decode attention aims to fill the device with (key ranges per KV head and
     /// query token: this over their count, at least one tile each).
     pub attn_groups: u32,
@@ -102,6 +106,7 @@ impl Tuning {
                 "attn_groups" => self.attn_groups = v,
                 "decode_lanes" => self.decode_lanes = v,
                 "lanes_width" => self.lanes_width = v,
+                "prefill_rows" => self.prefill_rows = v,
                 "elem_wg" => self.elem_wg = v,
                 "select_wg" => self.select_wg = v,
                 "kv_dispatch" => self.kv_dispatch = v != 0,
@@ -127,13 +132,14 @@ impl Tuning {
             || !(1..=3).contains(&t.gemv_parts)
             || t.attn_groups == 0
             || !(1..=256).contains(&t.lanes_width)
+            || t.prefill_rows > 64
             || !matches!(t.gemv_rpl, 1 | 2 | 4 | 8)
         {
             return Err(EngineError::Gpu(format!(
                 "{source}: workgroup sizes and threads per row must be powers of two up to 256 \
                  (threads per row up to the GEMV's workgroup; decode_wg 0 or one), the GEMV's \
                  unroll 1 or 4, its matrices per dispatch 1 to 3, attention's workgroups \
-                 positive and its lanes 1 to 256, the GEMV's rows per lane 1, 2, 4 or 8: {t:?}"
+                 positive and its lanes 1 to 256, prefill's rows 0 to 64, the GEMV's rows per lane 1, 2, 4 or 8: {t:?}"
             )));
         }
         Ok(self)
@@ -159,6 +165,7 @@ impl Tuning {
             decode_wg: if cpu { 64 } else { 128 },
             decode_lanes: if cpu { 64 } else { 0 },
             lanes_width: 8,
+            prefill_rows: if cpu { 8 } else { 0 },
             attn_groups: 1024,
             elem_wg: 64,
             // A rasteriser runs a workgroup's barriers for each of its SIMD vectors, and

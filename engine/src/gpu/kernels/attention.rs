@@ -58,6 +58,15 @@ fn lanes_fit(s: &AttnShape) -> bool {
         && (1..=8).contains(&g)
 }
 
+/// Whether `attention_rows.wgsl` takes this shape: head_dim a multiple of 4 up to
+/// [`super::attention_lanes::MAX_HEAD_DIM`], at most 8 query heads per KV head.
+fn rows_fit(s: &AttnShape) -> bool {
+    let g = s.heads / s.kv_heads.max(1);
+    s.head_dim.is_multiple_of(4)
+        && s.head_dim <= super::attention_lanes::MAX_HEAD_DIM
+        && (1..=8).contains(&g)
+}
+
 /// Uniform parameters of `attention.wgsl` and `attention_split.wgsl` (the one-pass kernel
 /// ignores the key ranges).
 #[repr(C)]
@@ -137,7 +146,7 @@ fn decode_fits(s: &AttnShape, wg: usize) -> bool {
 
 /// Records attention over caches in `format` (f32 for an encoder's keys and values). Shapes
 /// are checked by the caller; decode goes through the split (flash-decoding) kernels, prefill
-/// through the one-pass kernel (`head_dim <= 4 * WG`).
+/// through the rasterisers' rows kernel or the one-pass kernel (`head_dim <= 4 * WG`).
 pub(crate) fn dispatch(
     ctx: &GpuContext,
     q: &wgpu::Buffer,
@@ -167,6 +176,25 @@ pub(crate) fn dispatch(
         return dispatch_split(ctx, q, k, v, out, s, Pass1::Tiled(split, wg, false));
     }
     let p = Params::new(&s, 0, 0);
+    let rows = ctx.tuning.prefill_rows;
+    if rows > 0 && rows_fit(&s) {
+        // Rasterisers' prefill: TB query tokens of one KV head a workgroup, RG query heads a
+        // lane (at most 256 lanes).
+        let g = s.heads / s.kv_heads;
+        let rg = super::attention_lanes::prefill_heads(g, s.head_dim);
+        let gr = (g / rg) as u32;
+        let tb = rows.min(256 / gr).max(1);
+        let kernel = super::attention_lanes::prefill_shader(format, s.head_dim, rg);
+        let grid = [s.kv_heads as u32, (s.tokens as u32).div_ceil(tb), 1];
+        let consts = [("G", g as u32), ("TB", tb)];
+        return ctx.dispatch(
+            kernel,
+            &consts,
+            bytemuck::bytes_of(&p),
+            &[q, k, v, out],
+            grid,
+        );
+    }
     ctx.dispatch(
         one_pass,
         &[("WG", wg)],
