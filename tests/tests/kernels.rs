@@ -340,6 +340,29 @@ fn prefill_attention_every_row_count() {
 }
 
 #[test]
+fn prefill_gemm_every_lane_shape() {
+    // CPU rasterisers take the lanes GEMM for prefill (a lane: `gemv_rpl` rows WG apart and
+    // `gemm_tokens` tokens); GPUs the tiled GEMM (gemm_tokens 0). Every shape must be exact on
+    // every layout, with rows and tokens that do not fill the last workgroup or lane.
+    let mut ctx = own_gpu();
+    for (rpl, tokens, wg) in [(1, 1, 8), (8, 4, 8), (2, 3, 16), (4, 8, 4), (8, 0, 8)] {
+        (
+            ctx.tuning.gemv_rpl,
+            ctx.tuning.gemm_tokens,
+            ctx.tuning.gemv_wg,
+        ) = (rpl, tokens, wg);
+        let who = format!(
+            "{} GEMM rows a lane={rpl} tokens a lane={tokens} WG={wg}",
+            ctx.describe()
+        );
+        for seed in SEEDS {
+            report(&who, seed, pollster::block_on(suite::q4_gemm(&ctx, seed)));
+            report(&who, seed, pollster::block_on(suite::q4_fused(&ctx, seed)));
+        }
+    }
+}
+
+#[test]
 fn gemv_every_threads_per_row() {
     // The default tuning picks one TPR and one kernel per adapter type; the cooperative
     // reduction (TPR > 1, used on GPUs) and every kernel (a word per lane on GPUs, with its

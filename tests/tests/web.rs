@@ -88,9 +88,10 @@ on_both!(
 );
 
 /// A hardware GPU's tuning in the page (the word GEMV with its fused forms, 16 threads a row,
-/// KV appends inside the pass, the tiled decode attention, the one-pass prefill attention), which SwiftShader's own tuning never takes: the browser's
-/// WebGPU validates bindings more strictly than wgpu natively (one buffer bound writable
-/// twice in a dispatch is refused), so the kernels a page on a real GPU runs are run here.
+/// KV appends inside the pass, the tiled decode attention, the one-pass prefill attention, the
+/// tiled GEMM), which SwiftShader's own tuning never takes: the browser's WebGPU validates
+/// bindings more strictly than wgpu natively (one buffer bound writable twice in a dispatch is
+/// refused), so the kernels a page on a real GPU runs are run here.
 #[wasm_bindgen_test]
 async fn gpu_tuning_kernels() {
     let mut g = match GpuContext::new(Requirements::default()).await {
@@ -104,10 +105,12 @@ async fn gpu_tuning_kernels() {
         g.tuning.kv_dispatch,
         g.tuning.decode_lanes,
         g.tuning.prefill_rows,
-    ) = (false, 16, 64, true, 0, 0);
+        g.tuning.gemm_tokens,
+    ) = (false, 16, 64, true, 0, 0, 0);
     let who = format!("{} with a GPU's tuning", g.describe());
     for seed in SEEDS {
         report(&who, seed, suite::q4_fused(&g, seed).await);
+        report(&who, seed, suite::q4_gemm(&g, seed).await);
         report(&who, seed, suite::attention_kv(&g, seed).await);
         report(&who, seed, suite::attention_prefill(&g, seed).await);
         report(&who, seed, suite::rms_norm_rope(&g, seed).await);

@@ -45,6 +45,10 @@ pub struct Tuning {
     /// query heads, walking the keys in order: CPU rasterisers), this many query tokens a
     /// workgroup; 0: the one-pass kernel (GPUs).
     pub prefill_rows: u32,
+    /// Prefill's block-quantized GEMM through `q4_gemm_lanes.wgsl` (CPU rasterisers: a lane
+    /// takes `gemv_rpl` rows and this many tokens, no workgroup memory), 1 to 8; 0: the tiled
+    /// `q4_gemm.wgsl` (GPUs).
+    pub gemm_tokens: u32,
     /// Workgroups decode attention aims to fill the device with (key ranges per KV head and
     /// query token: this over their count, at least one tile each).
     pub attn_groups: u32,
@@ -107,6 +111,7 @@ impl Tuning {
                 "decode_lanes" => self.decode_lanes = v,
                 "lanes_width" => self.lanes_width = v,
                 "prefill_rows" => self.prefill_rows = v,
+                "gemm_tokens" => self.gemm_tokens = v,
                 "elem_wg" => self.elem_wg = v,
                 "select_wg" => self.select_wg = v,
                 "kv_dispatch" => self.kv_dispatch = v != 0,
@@ -133,13 +138,14 @@ impl Tuning {
             || t.attn_groups == 0
             || !(1..=256).contains(&t.lanes_width)
             || t.prefill_rows > 64
+            || t.gemm_tokens > 8
             || !matches!(t.gemv_rpl, 1 | 2 | 4 | 8)
         {
             return Err(EngineError::Gpu(format!(
                 "{source}: workgroup sizes and threads per row must be powers of two up to 256 \
                  (threads per row up to the GEMV's workgroup; decode_wg 0 or one), the GEMV's \
                  unroll 1 or 4, its matrices per dispatch 1 to 3, attention's workgroups \
-                 positive and its lanes 1 to 256, prefill's rows 0 to 64, the GEMV's rows per lane 1, 2, 4 or 8: {t:?}"
+                 positive and its lanes 1 to 256, prefill's rows 0 to 64, the GEMM's tokens a lane 0 to 8, the GEMV's rows per lane 1, 2, 4 or 8: {t:?}"
             )));
         }
         Ok(self)
@@ -166,6 +172,10 @@ impl Tuning {
             decode_lanes: if cpu { 64 } else { 0 },
             lanes_width: 8,
             prefill_rows: if cpu { 8 } else { 0 },
+            // SmolLM2's prefill GEMMs, device time a token at 2 / 4 / 8 tokens a lane:
+            // lavapipe 11.0–13.1 / 13.2–13.6 / 11.5–12.0 ms, SwiftShader 67.7 / 57.4 / 49.3 ms
+            // (the tiled GEMM: 38.1 and 124.9).
+            gemm_tokens: if cpu { 8 } else { 0 },
             attn_groups: 1024,
             elem_wg: 64,
             // A rasteriser runs a workgroup's barriers for each of its SIMD vectors, and

@@ -10,6 +10,7 @@ pub mod delta_rule;
 pub mod elementwise;
 pub mod embed_q4;
 pub mod f32_matmul;
+pub mod q4_gemm_lanes;
 pub mod q4_matmul;
 pub mod rope;
 pub mod rows;

@@ -182,11 +182,11 @@ pub(crate) fn dispatch_with(
         (true, true) => reduced(ctx, &Q8_GEMV_GROUPS, &Q8_GEMV_GROUPS_SG),
         (false, _) => reduced(ctx, &GEMV_GROUPS, &GEMV_GROUPS_SG),
     };
-    let label = match kernel {
-        MatmulKernel::Gemv => gemv.label,
-        MatmulKernel::Gemm => GEMM.label,
-    };
-    ctx.note_weight_bytes(label, w.buf.size());
+    match kernel {
+        MatmulKernel::Gemv => ctx.note_weight_bytes(gemv.label, w.buf.size()),
+        MatmulKernel::Gemm if t.gemm_tokens == 0 => ctx.note_weight_bytes(GEMM.label, w.buf.size()),
+        MatmulKernel::Gemm => {}
+    }
     match kernel {
         MatmulKernel::Gemv => {
             if matches!(epilogue, Epilogue::Glu(_)) {
@@ -222,6 +222,16 @@ pub(crate) fn dispatch_with(
                     "q4_matmul",
                     "the GEMM stores its product (no fused epilogue)".to_string(),
                 ));
+            }
+            if t.gemm_tokens > 0 {
+                // Rasterisers: a lane takes RPL rows (WG apart) and `gemm_tokens` tokens.
+                let (r, tt) = (t.gemv_rpl, t.gemm_tokens);
+                let kernel = super::q4_gemm_lanes::shader(r as usize, tt as usize);
+                ctx.note_weight_bytes(kernel.label, w.buf.size());
+                let mut g = groups_for(w.rows, t.gemv_wg * r);
+                g[2] = (m as u32).div_ceil(tt);
+                let consts = [("WG", t.gemv_wg), ("KIND", w.kind)];
+                return ctx.dispatch(kernel, &consts, p, &buffers, g);
             }
             let g = [w.rows.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32, 1];
             ctx.dispatch(&GEMM, &[], p, &buffers, g)
