@@ -743,23 +743,8 @@ pub async fn attention_prefill<B: Backend>(b: &B, seed: u64) -> Check {
         };
         let pos0 = rng.range(0, 200);
         let ctx = pos0 + tokens + rng.range(1, 9);
-        let row = kv_heads * head_dim;
-        let c = AppendCase {
-            tokens,
-            heads,
-            kv_heads,
-            head_dim,
-            pos0,
-            ctx,
-            table: Vec::new(),
-            old: [
-                rng.normal_vec(pos0 * row, 1.0),
-                rng.normal_vec(pos0 * row, 1.0),
-            ],
-            q: rng.normal_vec(tokens * heads * head_dim, 1.0),
-            k: rng.normal_vec(tokens * row, 1.0),
-            v: rng.normal_vec(tokens * row, 1.0),
-        };
+        let dims = [tokens, heads, kv_heads, head_dim, pos0, ctx];
+        let c = AppendCase::random(&mut rng, dims, 1.0);
         let caches = c.caches(b, format, op)?;
         for (cache, new) in caches.iter().zip([&c.k, &c.v]) {
             let nd = b.upload("new", new).map_err(e(op))?;
@@ -824,6 +809,15 @@ impl AppendCase {
         let heads = kv_heads * rng.range(1, 4);
         let pos0 = rng.range(0, max_pos);
         let ctx = pos0 + tokens + rng.range(1, 6);
+        let mut c = AppendCase::random(rng, [tokens, heads, kv_heads, head_dim, pos0, ctx], sd);
+        c.table = rope_table(1_000_000.0, head_dim, ctx);
+        c
+    }
+
+    /// `[tokens, heads, kv_heads, head_dim, pos0, ctx]` with random earlier keys and values,
+    /// queries and keys of standard deviation `sd`, values of 1, and no rotary table.
+    fn random(rng: &mut Pcg32, dims: [usize; 6], sd: f32) -> Self {
+        let [tokens, heads, kv_heads, head_dim, pos0, ctx] = dims;
         let row = kv_heads * head_dim;
         let old = [
             rng.normal_vec(pos0 * row, 1.0),
@@ -836,7 +830,7 @@ impl AppendCase {
             head_dim,
             pos0,
             ctx,
-            table: rope_table(1_000_000.0, head_dim, ctx),
+            table: Vec::new(),
             old,
             q: rng.normal_vec(tokens * heads * head_dim, sd),
             k: rng.normal_vec(tokens * row, sd),

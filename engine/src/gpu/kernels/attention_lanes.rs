@@ -17,6 +17,7 @@ use crate::gpu::context::Shader;
 const TEMPLATE: &str = include_str!("attention_lanes.wgsl");
 const PREFILL_TEMPLATE: &str = include_str!("attention_rows.wgsl");
 const PARAMS: &str = include_str!("attention_params.wgsl");
+const WORDS: &str = include_str!("attention_words.wgsl");
 
 /// The largest head_dim the kernels are expanded for (64 vec4 registers a row).
 pub const MAX_HEAD_DIM: usize = 256;
@@ -83,10 +84,10 @@ fn expand(template: &str, format: KvFormat, d4: usize, rg: usize) -> String {
             .replace("{h}", &h.to_string())
             + "\n"
     };
-    let mut out = String::with_capacity(PARAMS.len() + template.len() * 2 * rg);
+    let mut out = String::with_capacity(PARAMS.len() + WORDS.len() + template.len() * 2 * rg);
     out.push_str(PARAMS);
     out.push('\n');
-    for line in template.lines() {
+    for line in WORDS.lines().chain(template.lines()) {
         if let Some(body) = line.strip_suffix("//@ r i") {
             for r in 0..rg {
                 (0..d4).for_each(|i| out.push_str(&per_vec4(body, r, i)));

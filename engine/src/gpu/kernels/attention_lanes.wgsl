@@ -12,28 +12,17 @@
 // in registers: no workgroup memory, no barrier. The query row and the accumulators are
 // head_dim / 4 named vec4s, not arrays: attention_lanes.rs writes the lines marked `//@ i`
 // once per vec4 i of a row, the lines marked `//@ w` once per cache word w of a row, with
-// {i}, {w}, {h} (i's half of its word) and the consts below filled in.
+// {i}, {w}, {h} (i's half of its word) and the consts filled in.
 //
-// Bindings: 0 the uniform parameters (attention_params.wgsl), 1 q [tokens][heads][D4] vec4s,
-// 2 and 3 the caches kc, vc [ctx][kv_heads][W] words, 4 ml and 5 acc_out as in
-// attention_decode.wgsl.
+// Preludes: attention_params.wgsl (binding 0, the uniform parameters) and attention_words.wgsl
+// (D4, W, bindings 1 q [tokens][heads][D4] vec4s, 2 and 3 the caches kc, vc [ctx][kv_heads][W]
+// words, and x4). Bindings here: 4 ml and 5 acc_out as in attention_decode.wgsl.
 
 override G: u32 = 4u;  // query heads per KV head (heads / kv_heads), <= 8
 override R: u32 = 1u;  // key ranges per workgroup
-const D4: u32 = {D4}u;  // head_dim / 4
-const W: u32 = {W}u;    // cache words per row of one KV head
 
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> kc: array<{WORD}>;
-@group(0) @binding(3) var<storage, read> vc: array<{WORD}>;
 @group(0) @binding(4) var<storage, read_write> ml: array<vec2<f32>>;
 @group(0) @binding(5) var<storage, read_write> acc_out: array<vec4<f32>>;
-
-// Values 4h .. 4h + 3 of a cache word (the word's only four for an f32 cache or a narrow f16
-// word; an f16 word of 16 bytes holds eight).
-fn x4(word: {WORD}, h: u32) -> vec4<f32> {
-    {X4}
-}
 
 @compute @workgroup_size(G * R)
 fn main(
