@@ -41,6 +41,9 @@ pub struct Args {
     /// (timestamps where the GPU adapter has them)
     #[arg(long)]
     profile: bool,
+    /// Also time a prefill of this many tokens from position 0 (in the backend's chunks)
+    #[arg(long, default_value_t = 0)]
+    prefill: usize,
 }
 
 /// `lorekeeper bench-arch`.
@@ -51,8 +54,8 @@ pub fn run(args: Args) -> Result<()> {
         &contexts,
         args.gen_tokens,
         args.only.as_deref(),
-        args.json,
-        args.profile
+        (args.json, args.profile),
+        args.prefill
     ))
 }
 
@@ -79,15 +82,16 @@ fn bench_arch_on<B: Backend>(
     contexts: &[usize],
     gen: usize,
     only: Option<&str>,
-    json: bool,
-    profile: bool,
+    (json, profile): (bool, bool),
+    prefill: usize,
 ) -> Result<()> {
     if contexts.is_empty() || gen == 0 {
         bail!("--contexts and --gen-tokens must be non-empty / positive");
     }
     // The warm-up step, the timed steps and (with --profile) as many profiled ones.
     let steps = if profile { 2 * gen } else { gen };
-    let max_ctx = contexts.iter().copied().max().unwrap_or(0) + steps + WARM_STEPS + 2;
+    let max_ctx =
+        (contexts.iter().copied().max().unwrap_or(0) + steps + WARM_STEPS + 2).max(prefill + 1);
     let mut rows = Vec::new();
     for (label, text) in [
         ("Qwen3-4B shape", QWEN3_4B),
@@ -103,13 +107,31 @@ fn bench_arch_on<B: Backend>(
         let opts = LoadOptions {
             format: WeightFormat::Q4,
             ctx: max_ctx,
-            chunk: 1,
+            chunk: if prefill > 0 { b.prefill_chunk() } else { 1 },
             kv: None,
         };
         let mut m = Decoder::load(b, cfg.clone(), &src, opts)
             .with_context(|| format!("loading the {label} model"))?;
         eprintln!("{label}: loaded in {:.1} s", t0.elapsed().as_secs_f64());
         let v = m.vocab_size();
+        if prefill > 0 {
+            // Twice (the first compiles the prefill's pipelines), the second timed to its
+            // last logits read back.
+            let ids: Vec<u32> = (0..prefill).map(|i| ((i * 7919 + 11) % v) as u32).collect();
+            let mut secs = 0.0;
+            for _ in 0..2 {
+                m.reset(b)?;
+                let t = std::time::Instant::now();
+                m.forward(b, &ids, false)?;
+                pollster::block_on(b.select(m.logits().0, v, 1, None))?;
+                secs = t.elapsed().as_secs_f64();
+            }
+            println!(
+                "{label}: prefill of {prefill} tokens {:.2} tok/s ({secs:.2} s), {}",
+                prefill as f64 / secs,
+                b.describe()
+            );
+        }
         for &c in contexts {
             m.reset(b)?;
             m.seek_for_benchmark(b, c)?;
