@@ -6,10 +6,7 @@
 //! The kernels' sources are templates: a rasteriser keeps a private array that a loop indexes
 //! in memory (a scalar load and store per lane and element), so a row's `head_dim / 4` vec4s
 //! are written out as variables. [`shader`] and [`prefill_shader`] expand a template once per
-//! (cache format, head_dim, rows a lane) a process meets and keep it for the process's life,
-//! as the pipeline cache keeps its pipelines.
-
-use std::sync::Mutex;
+//! (cache format, head_dim, rows a lane) a process meets (`super::expanded` keeps it).
 
 use crate::backend::KvFormat;
 use crate::gpu::context::Shader;
@@ -119,46 +116,17 @@ fn expand(template: &str, format: KvFormat, d4: usize, rg: usize) -> String {
     out
 }
 
-/// Which template an expansion is of.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Decode,
-    Prefill,
-}
-
-/// Expanded kernels by (template, format, vec4s a row, rows a lane).
-type Key = (Kind, KvFormat, usize, usize);
-static EXPANDED: Mutex<Vec<(Key, &'static Shader)>> = Mutex::new(Vec::new());
-
-/// The expansion for `key`, made on first use. Each (a few KB) lives as long as the process:
-/// a process meets one or two head sizes.
-fn expanded(key: Key) -> &'static Shader {
-    let mut expanded = EXPANDED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, s)) = expanded.iter().find(|(k, _)| *k == key) {
-        return s;
-    }
-    let (kind, format, d4, rg) = key;
+/// The label of an expansion: its template, cache format and vec4s a row.
+fn label(template: &str, format: KvFormat, d4: usize) -> String {
     let f16 = if format == KvFormat::F16 { "/f16" } else { "" };
-    let (label, source) = match kind {
-        Kind::Decode => (format!("attention_lanes{f16}/d{d4}"), source(format, d4)),
-        Kind::Prefill => (
-            format!("attention_rows{f16}/d{d4}/r{rg}"),
-            prefill_source(format, d4, rg),
-        ),
-    };
-    let shader: &'static Shader = Box::leak(Box::new(Shader {
-        label: Box::leak(label.into_boxed_str()),
-        source: Box::leak(source.into_boxed_str()),
-        entry: "main",
-    }));
-    expanded.push((key, shader));
-    shader
+    format!("{template}{f16}/d{d4}")
 }
 
 /// The decode kernel for a cache in `format` and `head_dim` (a multiple of 4 up to
 /// [`MAX_HEAD_DIM`], checked by the caller).
 pub fn shader(format: KvFormat, head_dim: usize) -> &'static Shader {
-    expanded((Kind::Decode, format, head_dim / 4, 1))
+    let d4 = head_dim / 4;
+    super::expanded(label("attention_lanes", format, d4), || source(format, d4))
 }
 
 /// Query heads one prefill lane takes for groups of `g` query heads per KV head and rows of
@@ -175,7 +143,9 @@ pub fn prefill_heads(g: usize, head_dim: usize) -> usize {
 /// The prefill kernel for a cache in `format`, `head_dim` (a multiple of 4 up to
 /// [`MAX_HEAD_DIM`], checked by the caller) and `rg` query heads a lane ([`prefill_heads`]).
 pub fn prefill_shader(format: KvFormat, head_dim: usize, rg: usize) -> &'static Shader {
-    expanded((Kind::Prefill, format, head_dim / 4, rg))
+    let d4 = head_dim / 4;
+    let name = label("attention_rows", format, d4) + &format!("/r{rg}");
+    super::expanded(name, || prefill_source(format, d4, rg))
 }
 
 #[cfg(test)]

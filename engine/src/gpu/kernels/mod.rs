@@ -19,6 +19,24 @@ pub mod topk;
 use crate::error::Result;
 use crate::gpu::context::{GpuContext, Shader};
 
+/// The shader named `label` whose source `make` writes (a template expanded for a shape),
+/// made on first use and kept for the process's life, as the pipeline cache keeps its
+/// pipelines: a process meets one or two shapes of each template, a few KB each.
+pub(crate) fn expanded(label: String, make: impl FnOnce() -> String) -> &'static Shader {
+    static EXPANDED: std::sync::Mutex<Vec<&'static Shader>> = std::sync::Mutex::new(Vec::new());
+    let mut all = EXPANDED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = all.iter().find(|s| s.label == label) {
+        return s;
+    }
+    let shader: &'static Shader = Box::leak(Box::new(Shader {
+        label: Box::leak(label.into_boxed_str()),
+        source: Box::leak(make().into_boxed_str()),
+        entry: "main",
+    }));
+    all.push(shader);
+    shader
+}
+
 /// Workgroups for `n` items at `per_group` items each, folded into a 2-D grid.
 pub(crate) fn groups_for(n: usize, per_group: u32) -> [u32; 3] {
     crate::gpu::context::grid((n as u64).div_ceil(per_group as u64) as u32)

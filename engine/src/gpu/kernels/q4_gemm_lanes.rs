@@ -3,10 +3,7 @@
 //!
 //! The kernel's source is a template (a rasteriser keeps a private array that a loop indexes
 //! in memory): [`shader`] writes its marked lines once per row (`//@ r`), token (`//@ t`) or
-//! both (`//@ r t`) and keeps each expansion for the process's life, as the pipeline cache
-//! keeps its pipelines.
-
-use std::sync::Mutex;
+//! both (`//@ r t`), once per (rows, tokens) a process meets (`super::expanded` keeps it).
 
 use crate::gpu::context::Shader;
 
@@ -48,23 +45,9 @@ pub fn source(r: usize, t: usize) -> String {
     out
 }
 
-/// Expanded kernels by (rows, tokens) a lane.
-static EXPANDED: Mutex<Vec<((usize, usize), &'static Shader)>> = Mutex::new(Vec::new());
-
-/// The kernel for `r` rows and `t` tokens a lane, expanded on first use (a few KB each; a
-/// process meets one tuning).
+/// The kernel for `r` rows and `t` tokens a lane, expanded on first use.
 pub fn shader(r: usize, t: usize) -> &'static Shader {
-    let mut expanded = EXPANDED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, s)) = expanded.iter().find(|(k, _)| *k == (r, t)) {
-        return s;
-    }
-    let shader: &'static Shader = Box::leak(Box::new(Shader {
-        label: Box::leak(format!("q4_gemm_lanes/r{r}t{t}").into_boxed_str()),
-        source: Box::leak(source(r, t).into_boxed_str()),
-        entry: "main",
-    }));
-    expanded.push(((r, t), shader));
-    shader
+    super::expanded(format!("q4_gemm_lanes/r{r}t{t}"), || source(r, t))
 }
 
 #[cfg(test)]

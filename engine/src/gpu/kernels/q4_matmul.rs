@@ -183,12 +183,8 @@ pub(crate) fn dispatch_with(
         (false, _) => reduced(ctx, &GEMV_GROUPS, &GEMV_GROUPS_SG),
     };
     match kernel {
-        MatmulKernel::Gemv => ctx.note_weight_bytes(gemv.label, w.buf.size()),
-        MatmulKernel::Gemm if t.gemm_tokens == 0 => ctx.note_weight_bytes(GEMM.label, w.buf.size()),
-        MatmulKernel::Gemm => {}
-    }
-    match kernel {
         MatmulKernel::Gemv => {
+            ctx.note_weight_bytes(gemv.label, w.buf.size());
             if matches!(epilogue, Epilogue::Glu(_)) {
                 return Err(crate::error::shape_err(
                     "q4_matmul_glu",
@@ -233,6 +229,7 @@ pub(crate) fn dispatch_with(
                 let consts = [("WG", t.gemv_wg), ("KIND", w.kind)];
                 return ctx.dispatch(kernel, &consts, p, &buffers, g);
             }
+            ctx.note_weight_bytes(GEMM.label, w.buf.size());
             let g = [w.rows.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32, 1];
             ctx.dispatch(&GEMM, &[], p, &buffers, g)
         }
