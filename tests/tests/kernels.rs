@@ -321,13 +321,21 @@ fn decode_attention_lanes_every_range() {
 #[test]
 fn prefill_attention_every_row_count() {
     // CPU rasterisers take the rows kernel for prefill (a lane per query token and group of
-    // query heads, TB tokens a workgroup); GPUs the one-pass kernel (prefill_rows 0). Every
-    // count must be exact: one token a workgroup, counts that do not divide the tokens, and
-    // more than a prefill chunk holds (the workgroup's lanes capped at 256).
+    // query heads, TB tokens a workgroup); GPUs the tiled kernel (prefill_rows 0: TQ tokens of
+    // a KV head a workgroup, tiles of TK keys), or the one-pass kernel with the tiles off.
+    // Every count must be exact: one token a workgroup, counts that do not divide the tokens,
+    // and more than a prefill chunk holds (the workgroup's lanes capped at 256).
     let mut ctx = own_gpu();
-    for rows in [0, 1, 3, 8, 64] {
-        ctx.tuning.prefill_rows = rows;
-        let who = format!("{} prefill rows={rows}", ctx.describe());
+    for (rows, tiles) in [
+        (0, false),
+        (0, true),
+        (1, true),
+        (3, true),
+        (8, true),
+        (64, true),
+    ] {
+        (ctx.tuning.prefill_rows, ctx.tuning.prefill_tiles) = (rows, tiles);
+        let who = format!("{} prefill rows={rows} tiles={tiles}", ctx.describe());
         for seed in SEEDS {
             report(
                 &who,

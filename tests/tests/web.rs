@@ -88,8 +88,8 @@ on_both!(
 );
 
 /// A hardware GPU's tuning in the page (the word GEMV with its fused forms, 16 threads a row,
-/// KV appends inside the pass, the tiled decode attention, the one-pass prefill attention, the
-/// tiled GEMM), which SwiftShader's own tuning never takes: the browser's WebGPU validates
+/// KV appends inside the pass, the tiled decode attention, the tiled and the one-pass prefill
+/// attention, the tiled GEMM), which SwiftShader's own tuning never takes: the browser's WebGPU validates
 /// bindings more strictly than wgpu natively (one buffer bound writable twice in a dispatch is
 /// refused), so the kernels a page on a real GPU runs are run here.
 #[wasm_bindgen_test]
@@ -113,6 +113,9 @@ async fn gpu_tuning_kernels() {
         report(&who, seed, suite::q4_gemm(&g, seed).await);
         report(&who, seed, suite::attention_kv(&g, seed).await);
         report(&who, seed, suite::attention_prefill(&g, seed).await);
+        g.tuning.prefill_tiles = false;
+        report(&who, seed, suite::attention_prefill(&g, seed).await);
+        g.tuning.prefill_tiles = true;
         report(&who, seed, suite::rms_norm_rope(&g, seed).await);
         report(&who, seed, suite::rope_append(&g, seed).await);
         report(&who, seed, suite::rms_norm_rope_append(&g, seed).await);

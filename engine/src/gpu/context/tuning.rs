@@ -45,6 +45,10 @@ pub struct Tuning {
     /// query heads, walking the keys in order: CPU rasterisers), this many query tokens a
     /// workgroup; 0: the one-pass kernel (GPUs).
     pub prefill_rows: u32,
+    /// Prefill attention (and encoders') through `attention_tiles.wgsl` where `prefill_rows`
+    /// is 0 or does not fit (GPUs: a workgroup per KV head and few query tokens, key and value
+    /// tiles shared in workgroup memory by the group's query rows); off: the one-pass kernel.
+    pub prefill_tiles: bool,
     /// Prefill's block-quantized GEMM through `q4_gemm_lanes.wgsl` (CPU rasterisers: a lane
     /// takes `gemv_rpl` rows and this many tokens, no workgroup memory), 1 to 8; 0: the tiled
     /// `q4_gemm.wgsl` (GPUs).
@@ -111,6 +115,7 @@ impl Tuning {
                 "decode_lanes" => self.decode_lanes = v,
                 "lanes_width" => self.lanes_width = v,
                 "prefill_rows" => self.prefill_rows = v,
+                "prefill_tiles" => self.prefill_tiles = v != 0,
                 "gemm_tokens" => self.gemm_tokens = v,
                 "elem_wg" => self.elem_wg = v,
                 "select_wg" => self.select_wg = v,
@@ -172,6 +177,7 @@ impl Tuning {
             decode_lanes: if cpu { 64 } else { 0 },
             lanes_width: 8,
             prefill_rows: if cpu { 8 } else { 0 },
+            prefill_tiles: true,
             // SmolLM2's prefill GEMMs, device time a token at 2 / 4 / 8 tokens a lane:
             // lavapipe 11.0–13.1 / 13.2–13.6 / 11.5–12.0 ms, SwiftShader 67.7 / 57.4 / 49.3 ms
             // (the tiled GEMM: 38.1 and 124.9).

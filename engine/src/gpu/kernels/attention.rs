@@ -22,6 +22,13 @@ pub const SPLIT: Shader = crate::shader!(
 );
 /// Flash-decoding, pass 2: the ranges' partial softmaxes merged per query head.
 pub const MERGE: Shader = crate::shader!("attention_merge", common);
+/// Tiled prefill (GPUs): one workgroup per (KV head, TQ query tokens), key and value tiles
+/// shared by the group's query rows in workgroup memory.
+pub const TILES: Shader = crate::shader!(
+    "attention_tiles" = "attention_tiles",
+    attention_params,
+    kv_f32
+);
 
 /// [`KERNEL`], [`DECODE`] and [`SPLIT`] over an f16 cache ([`KvFormat::F16`]: halves packed
 /// two to a word by `kv_pack.wgsl`).
@@ -36,13 +43,36 @@ const SPLIT_F16: Shader = crate::shader!(
     attention_params,
     kv_f16
 );
+const TILES_F16: Shader = crate::shader!(
+    "attention_tiles/f16" = "attention_tiles",
+    attention_params,
+    kv_f16
+);
 
-/// The three cache-reading kernels for a cache in `format`: `[one-pass, decode, split]`.
-fn kernels(format: KvFormat) -> [&'static Shader; 3] {
+/// The cache-reading kernels for a cache in `format`: `[one-pass, decode, split, tiles]`.
+fn kernels(format: KvFormat) -> [&'static Shader; 4] {
     match format {
-        KvFormat::F32 => [&KERNEL, &DECODE, &SPLIT],
-        KvFormat::F16 => [&KERNEL_F16, &DECODE_F16, &SPLIT_F16],
+        KvFormat::F32 => [&KERNEL, &DECODE, &SPLIT, &TILES],
+        KvFormat::F16 => [&KERNEL_F16, &DECODE_F16, &SPLIT_F16, &TILES_F16],
     }
+}
+
+/// `attention_tiles.wgsl`'s query tokens a workgroup and keys a tile for this shape, or `None`
+/// where the group's query rows do not fit its workgroup memory: R = TQ·G rows with R ≤ 64
+/// and R·head_dim ≤ 1024, then TK keys with TK·(head_dim + 1) ≤ 1024 and R·TK ≤ 256 (at most
+/// 32), and TQ no more than the tokens.
+fn tiles_plan(s: &AttnShape) -> Option<(u32, u32)> {
+    let (g, d) = (s.heads / s.kv_heads.max(1), s.head_dim);
+    if g == 0 || d == 0 {
+        return None;
+    }
+    let rows = 64.min(1024 / d);
+    let tq = (rows / g).min(s.tokens.max(1));
+    if tq == 0 {
+        return None;
+    }
+    let tk = 32.min(1024 / (d + 1)).min(256 / (tq * g));
+    (tk > 0).then_some((tq as u32, tk as u32))
 }
 
 /// Query tokens up to which the split (flash-decoding) kernels run: decode and short batches.
@@ -146,7 +176,8 @@ fn decode_fits(s: &AttnShape, wg: usize) -> bool {
 
 /// Records attention over caches in `format` (f32 for an encoder's keys and values). Shapes
 /// are checked by the caller; decode goes through the split (flash-decoding) kernels, prefill
-/// through the rasterisers' rows kernel or the one-pass kernel (`head_dim <= 4 * WG`).
+/// through the rasterisers' rows kernel, the GPUs' tiled kernel, or the one-pass kernel
+/// (`head_dim <= 4 * WG`) where neither fits.
 pub(crate) fn dispatch(
     ctx: &GpuContext,
     q: &wgpu::Buffer,
@@ -162,7 +193,7 @@ pub(crate) fn dispatch(
             format!("head_dim {} exceeds 4 x workgroup size {wg}", s.head_dim),
         ));
     }
-    let [one_pass, decode, split] = kernels(format);
+    let [one_pass, decode, split, tiles] = kernels(format);
     let lanes = ctx.tuning.decode_lanes;
     if lanes > 0 && lanes_fit(&s) {
         let kernel = super::attention_lanes::shader(format, s.head_dim);
@@ -189,6 +220,19 @@ pub(crate) fn dispatch(
         let consts = [("G", g as u32), ("TB", tb)];
         return ctx.dispatch(
             kernel,
+            &consts,
+            bytemuck::bytes_of(&p),
+            &[q, k, v, out],
+            grid,
+        );
+    }
+    if let (true, Some((tq, tk))) = (ctx.tuning.prefill_tiles, tiles_plan(&s)) {
+        // GPUs' prefill: TQ query tokens of one KV head a workgroup, the tiles shared.
+        let g = (s.heads / s.kv_heads) as u32;
+        let consts = [("WG", wg), ("G", g), ("TQ", tq), ("TK", tk)];
+        let grid = [s.kv_heads as u32, (s.tokens as u32).div_ceil(tq), 1];
+        return ctx.dispatch(
+            tiles,
             &consts,
             bytemuck::bytes_of(&p),
             &[q, k, v, out],
@@ -272,6 +316,43 @@ fn dispatch_split(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tiles_plan_fits_the_workgroup_memory() {
+        let shape = |heads, kv_heads, head_dim, tokens| AttnShape {
+            tokens,
+            heads,
+            kv_heads,
+            head_dim,
+            pos0: 0,
+            scale: 1.0,
+            causal: true,
+            ctx: tokens,
+        };
+        for (heads, kv, d) in [
+            (9, 3, 64),
+            (32, 8, 128),
+            (16, 4, 256),
+            (12, 12, 32),
+            (5, 1, 33),
+        ] {
+            for tokens in [1, 3, 9, 512] {
+                let (tq, tk) = tiles_plan(&shape(heads, kv, d, tokens)).unwrap();
+                let (r, tk) = (tq as usize * heads / kv, tk as usize);
+                assert!(
+                    tq as usize <= tokens,
+                    "{heads}/{kv}x{d}: {tq} of {tokens} tokens"
+                );
+                assert!(
+                    r <= 64 && r * d <= 1024 && r * tk <= 256,
+                    "{heads}/{kv}x{d}: {r} x {tk}"
+                );
+                assert!(tk >= 1 && tk * (d + 1) <= 1024, "{heads}/{kv}x{d}: {tk}");
+            }
+        }
+        // A group whose query rows alone outgrow the queries' memory takes the one-pass kernel.
+        assert_eq!(tiles_plan(&shape(16, 1, 128, 64)), None);
+    }
 
     #[test]
     fn split_plan_covers_the_keys_in_whole_tiles() {
