@@ -40,6 +40,21 @@ var<workgroup> cs: array<f32, 64>;     // [R], this tile's rescaling of the outp
 
 const NEG: f32 = -3.0e38;
 
+// The cache rows of keys (or values) k0 .. k0 + tl of KV head kvh into kv, coalesced: thread
+// lid loads values lid, lid + WG, ... of the tile.
+fn load_rows(lid: u32, kvh: u32, k0: u32, tl: u32, values: bool) {
+    let d = p.head_dim;
+    for (var e = lid; e < tl * d; e += WG) {
+        let j = e / d;
+        let at = (k0 + j) * p.kv_heads * d + kvh * d + e % d;
+        if (values) {
+            kv[j * (d + 1u) + e % d] = val(at);
+        } else {
+            kv[j * (d + 1u) + e % d] = key(at);
+        }
+    }
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -50,7 +65,6 @@ fn main(
     let d = p.head_dim;
     let dp = d + 1u;
     let r_all = TQ * G;
-    let kv_stride = p.kv_heads * d;
     let t_last = min(t0 + TQ, p.tokens) - 1u;
     // Keys the workgroup's last token sees (every row of an encoder sees them all).
     let k_end = select(p.pos0 + p.tokens, p.pos0 + t_last + 1u, p.causal != 0u);
@@ -75,11 +89,7 @@ fn main(
     for (var k0 = 0u; k0 < k_end; k0 += TK) {
         let tl = min(TK, k_end - k0);
         // 1. The tile's key rows, coalesced.
-        for (var e = lid; e < tl * d; e += WG) {
-            let j = e / d;
-            let i = e % d;
-            kv[j * dp + i] = key((k0 + j) * kv_stride + kvh * d + i);
-        }
+        load_rows(lid, kvh, k0, tl, false);
         workgroupBarrier();
         // 2. Scores of (row, key) pairs; NEG where the key is past the row's limit.
         for (var e = lid; e < r_all * TK; e += WG) {
@@ -119,11 +129,7 @@ fn main(
             ms[r] = mx;
             cs[r] = c;
         }
-        for (var e = lid; e < tl * d; e += WG) {
-            let j = e / d;
-            let i = e % d;
-            kv[j * dp + i] = val((k0 + j) * kv_stride + kvh * d + i);
-        }
+        load_rows(lid, kvh, k0, tl, true);
         workgroupBarrier();
         // 4. Outputs rescaled and summed over the tile's values.
         for (var e = lid; e < r_all * d; e += WG) {
