@@ -89,9 +89,9 @@ on_both!(
 
 /// A hardware GPU's tuning in the page (the word GEMV with its fused forms, 16 threads a row,
 /// KV appends inside the pass, the tiled decode attention, the tiled and the one-pass prefill
-/// attention, the tiled GEMM), which SwiftShader's own tuning never takes: the browser's WebGPU validates
-/// bindings more strictly than wgpu natively (one buffer bound writable twice in a dispatch is
-/// refused), so the kernels a page on a real GPU runs are run here.
+/// attention, the tiled GEMM), which SwiftShader's own tuning never takes: the browser's
+/// WebGPU validates bindings more strictly than wgpu natively (one buffer bound writable twice
+/// in a dispatch is refused), so the kernels a page on a real GPU runs are run here.
 #[wasm_bindgen_test]
 async fn gpu_tuning_kernels() {
     let mut g = match GpuContext::new(Requirements::default()).await {
