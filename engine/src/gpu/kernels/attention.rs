@@ -206,45 +206,32 @@ pub(crate) fn dispatch(
     if split_fits(&s, wg as usize) {
         return dispatch_split(ctx, q, k, v, out, s, Pass1::Tiled(split, wg, false));
     }
-    let p = Params::new(&s, 0, 0);
+    // Prefill: the three kernels take the same bindings; each its own constants and grid.
+    let (g, kv_heads, tokens) = (s.heads / s.kv_heads, s.kv_heads as u32, s.tokens as u32);
     let rows = ctx.tuning.prefill_rows;
-    if rows > 0 && rows_fit(&s) {
-        // Rasterisers' prefill: TB query tokens of one KV head a workgroup, RG query heads a
-        // lane (at most 256 lanes).
-        let g = s.heads / s.kv_heads;
+    let (kernel, consts, grid): (&Shader, Vec<(&str, u32)>, [u32; 3]) = if rows > 0 && rows_fit(&s)
+    {
+        // Rasterisers': TB query tokens of one KV head a workgroup, RG query heads a lane (at
+        // most 256 lanes).
         let rg = super::attention_lanes::prefill_heads(g, s.head_dim);
-        let gr = (g / rg) as u32;
-        let tb = rows.min(256 / gr).max(1);
+        let tb = rows.min(256 / (g / rg) as u32).max(1);
         let kernel = super::attention_lanes::prefill_shader(format, s.head_dim, rg);
-        let grid = [s.kv_heads as u32, (s.tokens as u32).div_ceil(tb), 1];
-        let consts = [("G", g as u32), ("TB", tb)];
-        return ctx.dispatch(
-            kernel,
-            &consts,
-            bytemuck::bytes_of(&p),
-            &[q, k, v, out],
-            grid,
-        );
-    }
-    if let (true, Some((tq, tk))) = (ctx.tuning.prefill_tiles, tiles_plan(&s)) {
-        // GPUs' prefill: TQ query tokens of one KV head a workgroup, the tiles shared.
-        let g = (s.heads / s.kv_heads) as u32;
-        let consts = [("WG", wg), ("G", g), ("TQ", tq), ("TK", tk)];
-        let grid = [s.kv_heads as u32, (s.tokens as u32).div_ceil(tq), 1];
-        return ctx.dispatch(
-            tiles,
-            &consts,
-            bytemuck::bytes_of(&p),
-            &[q, k, v, out],
-            grid,
-        );
-    }
+        let consts = vec![("G", g as u32), ("TB", tb)];
+        (kernel, consts, [kv_heads, tokens.div_ceil(tb), 1])
+    } else if let (true, Some((tq, tk))) = (ctx.tuning.prefill_tiles, tiles_plan(&s)) {
+        // GPUs': TQ query tokens of one KV head a workgroup, the key and value tiles shared.
+        let consts = vec![("WG", wg), ("G", g as u32), ("TQ", tq), ("TK", tk)];
+        (tiles, consts, [kv_heads, tokens.div_ceil(tq), 1])
+    } else {
+        (one_pass, vec![("WG", wg)], [s.heads as u32, tokens, 1])
+    };
+    let p = Params::new(&s, 0, 0);
     ctx.dispatch(
-        one_pass,
-        &[("WG", wg)],
+        kernel,
+        &consts,
         bytemuck::bytes_of(&p),
         &[q, k, v, out],
-        [s.heads as u32, s.tokens as u32, 1],
+        grid,
     )
 }
 
